@@ -1,0 +1,139 @@
+"""The `lightning-metrics` command: one entry point, one subcommand per job.
+
+Every subcommand accepts ``--config FILE`` (YAML or JSON, through jsonargparse) as well as flags.
+Errors about the user's input print as one line (``error: FILE: row N: problem``), exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from jsonargparse import ActionConfigFile, ArgumentParser
+
+from lightning_metrics import __version__
+from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.parallel import default_num_proc
+
+log = logging.getLogger("lightning_metrics")
+
+
+def _subparser(description: str) -> ArgumentParser:
+    parser = ArgumentParser(description=description)
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML/JSON file with any of these options")
+    return parser
+
+
+def _add_column_flags(parser: ArgumentParser) -> None:
+    group = parser.add_argument_group("columns", "map the file's column names onto src, mt, ref, score, system, doc_id")
+    for field in ("src", "mt", "ref", "score", "system", "doc_id"):
+        group.add_argument(f"--{field.replace('_', '-')}-col", type=str, default=field, help=f"column holding {field}")
+    parser.add_argument("--on-invalid", choices=["error", "skip"], default="error", help="stop at the first bad row, or skip bad rows and report them")
+
+
+def _columns(cfg) -> dict:
+    return {f: getattr(cfg, f"{f}_col") for f in ("src", "mt", "ref", "score", "system", "doc_id")}
+
+
+def _evaluate_parser() -> ArgumentParser:
+    from lightning_metrics.baselines import baseline_names
+
+    p = _subparser("Correlate metrics with the human scores of a ratings file.")
+    p.add_argument("--data", type=str, required=True, help="ratings: .csv/.tsv/.jsonl/.parquet, a saved dataset folder, or a hub name")
+    p.add_argument("--metrics", type=str, nargs="+", default=["bleu", "chrf"], help=f"any of {baseline_names()}")
+    p.add_argument("--group", type=str, default=None, help="column to group by, e.g. lp (default: no grouping)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="segment resamples for 95%% CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--json", type=str, default=None, help="also write the numbers to this JSON file")
+    p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
+    _add_column_flags(p)
+    return p
+
+
+def run_evaluate(cfg) -> int:
+    from lightning_metrics.baselines import baseline_names
+    from lightning_metrics.data.readers import read_ratings
+    from lightning_metrics.evaluate import evaluate, format_table
+
+    unknown = [m for m in cfg.metrics if m not in baseline_names()]
+    if unknown:
+        raise LightningMetricsError(f"unknown metric(s) {unknown}; choose from {baseline_names()}")
+    data = read_ratings(cfg.data, columns=_columns(cfg), on_invalid=cfg.on_invalid)
+    ev = evaluate(data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc)
+    print(format_table(ev))
+    if cfg.json:
+        _write_json(cfg.json, ev.to_dict())
+    return 0
+
+
+def _write_json(path: str, payload: dict) -> None:
+    """Write JSON atomically: a temp file beside the target, then a rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    log.info("wrote %s", target)
+
+
+def _quickstart_parser() -> ArgumentParser:
+    p = _subparser("Run the main job on the embedded defaults.")
+    p.add_argument("--out", type=str, default="runs/quickstart", help="folder for the quickstart's outputs")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def run_quickstart(cfg) -> int:
+    from importlib import resources
+
+    from lightning_metrics.data.readers import read_ratings
+    from lightning_metrics.evaluate import evaluate, format_table
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    example = out / "example_ratings.csv"
+    example.write_bytes(resources.files("lightning_metrics.resources").joinpath("example_ratings.csv").read_bytes())
+    print(f"example ratings (written by this project): {example}")
+    data = read_ratings(example)
+    metrics = ["bleu", "chrf", "rouge1", "rouge2", "rougeL"]
+    ev = evaluate(data, metrics, group="lp", bootstrap=200, seed=cfg.seed, source=str(example))
+    print(format_table(ev))
+    _write_json(str(out / "evaluation.json"), ev.to_dict())
+    return 0
+
+
+COMMANDS = {
+    "evaluate": (_evaluate_parser, run_evaluate, "correlate metrics with human ratings"),
+    "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
+}
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="lightning-metrics", description="Train learned text-generation metrics and score with them.")
+    parser.add_argument("--version", action="version", version=f"lightning-metrics {__version__}")
+    sub = parser.add_subcommands(dest="command")
+    for name, (make, _, help_text) in COMMANDS.items():
+        sub.add_subcommand(name, make(), help=help_text)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    argv = sys.argv[1:] if argv is None else argv
+    cfg = build_parser().parse_args(argv)
+    _, run, _ = COMMANDS[cfg.command]
+    try:
+        return run(getattr(cfg, cfg.command))
+    except LightningMetricsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Readers (schema-validated) and, later, Lightning data modules."""
+
+from lightning_metrics.data.readers import ColumnMap, read_parallel_text, read_ratings
+
+__all__ = ["ColumnMap", "read_parallel_text", "read_ratings"]

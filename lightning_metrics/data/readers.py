@@ -1,0 +1,336 @@
+"""Read human ratings and plain-text inputs, with validation that names file, row and problem.
+
+Every reader returns rows keyed by the canonical column names (`src`, `mt`, `ref`, `score`,
+`lp`, `system`, `doc_id`); a :class:`ColumnMap` says which source column feeds which name.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from lightning_metrics.errors import InputError
+
+log = logging.getLogger(__name__)
+
+TEXT_COLUMNS = ("src", "mt", "ref")
+STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id")
+ON_INVALID = ("error", "skip")
+_TABULAR = {".csv": ",", ".tsv": "\t"}
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column of the source holds each canonical field (`--mt-col hyp` sets ``mt="hyp"``)."""
+
+    src: str = "src"
+    mt: str = "mt"
+    ref: str = "ref"
+    score: str = "score"
+    lp: str = "lp"
+    system: str = "system"
+    doc_id: str = "doc_id"
+
+    @classmethod
+    def from_any(cls, columns: "ColumnMap | dict | None") -> "ColumnMap":
+        if columns is None:
+            return cls()
+        if isinstance(columns, ColumnMap):
+            return columns
+        unknown = set(columns) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown canonical column(s) {sorted(unknown)}; known: {[f.name for f in fields(cls)]}")
+        return cls(**{k: v for k, v in columns.items() if v})
+
+    def renames(self) -> dict[str, str]:
+        """Source column name -> canonical name, for the columns that differ."""
+        return {getattr(self, f.name): f.name for f in fields(self) if getattr(self, f.name) != f.name}
+
+
+def read_ratings(
+    source: str | os.PathLike,
+    columns: ColumnMap | dict | None = None,
+    required: Sequence[str] = ("mt", "ref", "score"),
+    on_invalid: str = "error",
+    split: str = "train",
+):
+    """Read a ratings table into a ``datasets.Dataset`` with canonical column names.
+
+    ``source`` is a ``.csv``/``.tsv``/``.jsonl``/``.parquet`` file, a folder written by
+    ``Dataset.save_to_disk``, or a hub dataset name. ``required`` lists canonical columns that
+    must exist; text columns among them must be non-empty and ``score`` must be a finite
+    number. With ``on_invalid="skip"`` bad rows are dropped and counted in a log warning;
+    with ``"error"`` (default) the first bad row raises :class:`InputError`.
+    """
+    import datasets
+
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
+    cmap = ColumnMap.from_any(columns)
+    name = str(source)
+    table = _load_columns(name, split)
+    table = _rename(name, table, cmap)
+    missing = [c for c in required if c not in table]
+    if missing:
+        flag = ", ".join(f"{getattr(cmap, c)!r} (for {c})" if getattr(cmap, c) != c else repr(c) for c in missing)
+        raise InputError(name, f"missing required column {flag}; found columns {sorted(table)}")
+    n_rows = len(next(iter(table.values())))
+    if n_rows == 0:
+        raise InputError(name, "empty file: no data rows")
+    keep, reasons = _validate_rows(name, table, n_rows, required, on_invalid)
+    if len(keep) < n_rows:
+        detail = "; ".join(f"{n} {why}" for why, n in reasons.most_common())
+        log.warning("%s: skipped %d of %d rows (%s)", name, n_rows - len(keep), n_rows, detail)
+        if not keep:
+            raise InputError(name, f"every row was invalid ({detail})")
+        table = {k: [v[i] for i in keep] for k, v in table.items()}
+    if "score" in table:
+        table["score"] = [float(v) for v in table["score"]]
+    return datasets.Dataset.from_dict(table)
+
+
+def read_parallel_text(
+    mt: str | os.PathLike | Sequence[str | os.PathLike],
+    ref: str | os.PathLike | None = None,
+    src: str | os.PathLike | None = None,
+    on_invalid: str = "error",
+) -> dict[str, list]:
+    """Read one-segment-per-line files: one or more system outputs, a reference and a source.
+
+    Returns ``{"mt": [[lines of system 1], ...], "ref": [...] | None, "src": [...] | None,
+    "systems": [file names]}``. All files must have the same number of lines; an empty line is
+    invalid (``on_invalid="skip"`` drops that line index from every file, keeping alignment).
+    """
+    mt_paths = [mt] if isinstance(mt, (str, os.PathLike)) else list(mt)
+    if not mt_paths:
+        raise InputError("-t", "no system output file given")
+    named = [("mt", str(p)) for p in mt_paths]
+    named += [(kind, str(p)) for kind, p in (("ref", ref), ("src", src)) if p is not None]
+    lines = [_read_lines(path) for _, path in named]
+    counts = {len(x) for x in lines}
+    if len(counts) > 1:
+        listing = ", ".join(f"{path} has {len(x)} lines" for (_, path), x in zip(named, lines))
+        raise InputError(named[0][1], f"line counts differ: {listing}")
+    n = counts.pop()
+    if n == 0:
+        raise InputError(named[0][1], "empty file: no lines")
+    bad: dict[int, str] = {}
+    for (kind, path), file_lines in zip(named, lines):
+        for i, line in enumerate(file_lines):
+            if not line.strip() and i not in bad:
+                if on_invalid == "error":
+                    raise InputError(path, f"empty {kind} text", row=i + 1)
+                bad[i] = f"empty {kind} text"
+    keep = [i for i in range(n) if i not in bad]
+    if bad:
+        log.warning("skipped %d of %d lines (%s)", len(bad), n, ", ".join(f"{k}: {v}" for k, v in Counter(bad.values()).items()))
+        if not keep:
+            raise InputError(named[0][1], "every line was invalid")
+    pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
+    n_mt = len(mt_paths)
+    out = {"mt": [pick(x) for x in lines[:n_mt]], "ref": None, "src": None, "systems": [Path(p).name for p in map(str, mt_paths)]}
+    for (kind, _), file_lines in zip(named[n_mt:], lines[n_mt:]):
+        out[kind] = pick(file_lines)
+    return out
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _load_columns(name: str, split: str) -> dict[str, list]:
+    path = Path(name)
+    if path.is_dir():
+        return _load_saved_dataset(name, split)
+    suffix = path.suffix.lower()
+    if path.exists() or suffix in (*_TABULAR, ".jsonl", ".parquet"):
+        if not path.exists():
+            raise InputError(name, "file not found")
+        if suffix in _TABULAR:
+            return _load_tabular(name, _read_text(name), _TABULAR[suffix])
+        if suffix == ".jsonl":
+            return _load_jsonl(name, _read_text(name))
+        if suffix == ".parquet":
+            return _load_parquet(name)
+        raise InputError(name, f"unsupported file type {suffix!r}; use .csv, .tsv, .jsonl, .parquet or a dataset folder")
+    return _load_hub_dataset(name, split)
+
+
+def _read_text(name: str) -> str:
+    try:
+        data = Path(name).read_bytes()
+    except OSError as e:
+        raise InputError(name, f"cannot read file: {e.strerror or e}") from None
+    if not data.strip():
+        raise InputError(name, "empty file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        prefix = data[: e.start].decode("utf-8-sig")
+        line = prefix.count("\n") + 1
+        row = line
+        if Path(name).suffix.lower() in _TABULAR:  # count records, not lines: fields may hold newlines
+            records = list(csv.reader(io.StringIO(prefix)))
+            row = len(records) - (0 if prefix.endswith("\n") else 1)
+        raise InputError(name, f"undecodable bytes (not UTF-8) at byte {e.start}, line {line}", row=max(row, 1)) from None
+
+
+def _load_tabular(name: str, text: str, delimiter: str) -> dict[str, list]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    try:
+        header = next(reader)
+        rows = []
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise InputError(name, f"has {len(row)} fields but the header has {len(header)}", row=len(rows) + 1)
+            rows.append(row)
+    except csv.Error as e:
+        raise InputError(name, f"malformed {'TSV' if delimiter == chr(9) else 'CSV'}: {e}", row=len(rows) + 1) from None
+    dupes = [h for h, c in Counter(header).items() if c > 1]
+    if dupes:
+        raise InputError(name, f"duplicate column name(s) {dupes} in the header")
+    table = {h: [r[j] for r in rows] for j, h in enumerate(header)}
+    return {h: v if h in STRING_COLUMNS else _infer_numbers(v) for h, v in table.items()}
+
+
+def _infer_numbers(values: list[str]) -> list:
+    """Turn a column of strings into ints or floats when every non-empty value parses."""
+    for cast in (int, float):
+        try:
+            return [cast(v) if v.strip() else None for v in values]
+        except ValueError:
+            continue
+    return values
+
+
+def _load_jsonl(name: str, text: str) -> dict[str, list]:
+    records: list[tuple[int, dict]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(name, f"invalid JSON: {e.msg} at column {e.colno}", row=lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError(name, f"expected a JSON object, got {type(obj).__name__}", row=lineno)
+        records.append((lineno, obj))
+    keys = list(dict.fromkeys(k for _, obj in records for k in obj))
+    return {k: [obj.get(k) for _, obj in records] for k in keys}
+
+
+def _load_parquet(name: str) -> dict[str, list]:
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(name).to_pydict()
+    except Exception as e:  # pyarrow raises several types for corrupt files
+        raise InputError(name, f"not a readable Parquet file ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+
+
+def _load_saved_dataset(name: str, split: str) -> dict[str, list]:
+    import datasets
+
+    try:
+        ds = datasets.load_from_disk(name)
+    except Exception as e:
+        raise InputError(name, f"folder is not a dataset saved with save_to_disk ({str(e).splitlines()[0]})") from None
+    return _dataset_columns(name, ds, split)
+
+
+def _load_hub_dataset(name: str, split: str) -> dict[str, list]:
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(name, split=split)
+    except Exception as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise InputError(name, f"not a local file or folder, and not loadable as a hub dataset ({first})") from None
+    return _dataset_columns(name, ds, split)
+
+
+def _dataset_columns(name: str, ds, split: str) -> dict[str, list]:
+    import datasets
+
+    if isinstance(ds, datasets.DatasetDict):
+        if split not in ds:
+            raise InputError(name, f"no split {split!r}; splits are {sorted(ds)}")
+        ds = ds[split]
+    return ds.to_dict()
+
+
+def _read_lines(path: str) -> list[str]:
+    text = _read_text_allow_empty(path)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def _read_text_allow_empty(path: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(path, f"cannot read file: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(path, f"undecodable bytes (not UTF-8) at byte {e.start}", row=line) from None
+
+
+# --- validation ----------------------------------------------------------------------------
+
+
+def _rename(name: str, table: dict[str, list], cmap: ColumnMap) -> dict[str, list]:
+    renames = cmap.renames()
+    out = {}
+    for col, values in table.items():
+        target = renames.get(col, col)
+        if target != col and target in table and target not in renames:
+            raise InputError(name, f"column {col!r} is mapped to {target!r}, but the file already has a {target!r} column")
+        out[target] = values
+    return out
+
+
+def _validate_rows(
+    name: str, table: dict[str, list], n_rows: int, required: Iterable[str], on_invalid: str
+) -> tuple[list[int], Counter]:
+    checks = [(c, _text_problem) for c in required if c in TEXT_COLUMNS]
+    if "score" in required:
+        checks.append(("score", _score_problem))
+    keep, reasons = [], Counter()
+    for i in range(n_rows):
+        problem = next((p for col, check in checks if (p := check(col, table[col][i]))), None)
+        if problem is None:
+            keep.append(i)
+        elif on_invalid == "error":
+            raise InputError(name, problem, row=i + 1)
+        else:
+            reasons[problem.split(":")[0]] += 1
+    return keep, reasons
+
+
+def _text_problem(col: str, value) -> str | None:
+    if value is None or not isinstance(value, str) or not value.strip():
+        return f"empty {col} text"
+    return None
+
+
+def _score_problem(col: str, value) -> str | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return f"{col} is not a number: {value!r}"
+    if not math.isfinite(number):
+        return f"{col} is not a finite number: {value!r}"
+    return None

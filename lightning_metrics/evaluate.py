@@ -1,0 +1,96 @@
+"""`evaluate`: score a ratings table with metrics, correlate with the human scores, print a table."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from lightning_metrics.correlation import Correlations, correlate_metrics
+from lightning_metrics.errors import InputError
+
+TABLE_STATS = ("seg_kendall", "seg_pearson", "sys_pearson")
+AVERAGE = "avg"
+
+
+@dataclass
+class Evaluation:
+    """Correlations per metric and group; ``average`` holds the unweighted mean over groups."""
+
+    results: dict[str, dict[str, Correlations]]
+    group_by: str | None
+    settings: dict = field(default_factory=dict)
+
+    def average(self, metric: str) -> dict[str, float]:
+        groups = self.results[metric].values()
+        out = {k: float(np.nanmean([getattr(c, k) for c in groups])) if any(math.isfinite(getattr(c, k)) for c in groups) else math.nan for k in TABLE_STATS}
+        out["n"] = sum(c.n for c in groups)
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "group_by": self.group_by,
+            "settings": self.settings,
+            "metrics": {
+                m: {**{g: c.to_dict() for g, c in by_group.items()}, **({AVERAGE: self.average(m)} if len(by_group) > 1 else {})}
+                for m, by_group in self.results.items()
+            },
+        }
+
+
+def evaluate(
+    data,
+    metrics: Sequence[str],
+    group: str | None = "lp",
+    bootstrap: int = 1000,
+    seed: int = 0,
+    scorer: Callable[[Sequence[str], list[str], list[str]], dict[str, list[float]]] | None = None,
+    source: str = "data",
+    num_proc: int = 1,
+) -> Evaluation:
+    """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
+
+    ``data`` is a ``datasets.Dataset`` (or a dict of columns) with ``mt``, ``ref`` and
+    ``score``; a ``system`` column adds system-level correlations. ``scorer(names, mt, ref)``
+    returns segment scores per name (default: the baselines). ``num_proc`` processes share the
+    lexical scoring and the bootstrap.
+    """
+    from lightning_metrics.baselines import baseline_scores
+
+    columns = data.column_names if hasattr(data, "column_names") else list(data)
+    if group is not None and group not in columns:
+        raise InputError(source, f"no column {group!r} to group by; columns are {sorted(columns)}")
+    mt, ref, human = list(data["mt"]), list(data["ref"]), np.asarray(data["score"], dtype=float)
+    scorer = scorer or (lambda names, m, r: baseline_scores(names, m, r, num_proc=num_proc))
+    scores = scorer(list(metrics), mt, ref)
+    groups = list(data[group]) if group else None
+    systems = list(data["system"]) if "system" in columns else None
+    results = correlate_metrics(scores, human, groups, systems, bootstrap=bootstrap, seed=seed, num_proc=num_proc)
+    settings = {"bootstrap": bootstrap, "seed": seed, "n_rows": len(mt)}
+    return Evaluation(results=results, group_by=group, settings=settings)
+
+
+def _cell(value: float, ci: tuple[float, float] | None) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return f"{value:.4f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and all(map(math.isfinite, ci)) else "")
+
+
+def format_table(ev: Evaluation) -> str:
+    """An aligned text table: metric x group, with segment Kendall/Pearson, system Pearson and n."""
+    header = ["metric", ev.group_by or "group", "seg_kendall", "seg_pearson", "sys_pearson", "n", "n_sys"]
+    rows = []
+    for metric, by_group in ev.results.items():
+        for g, c in by_group.items():
+            rows.append([metric, g, *(_cell(getattr(c, k), c.ci.get(k)) for k in TABLE_STATS), str(c.n), str(c.n_systems or "-")])
+        if len(by_group) > 1:
+            avg = ev.average(metric)
+            rows.append([metric, AVERAGE, *(_cell(avg[k], None) for k in TABLE_STATS), str(avg["n"]), ""])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+    if ev.settings.get("bootstrap"):
+        lines.append(f"[brackets]: 95% bootstrap CI, {ev.settings['bootstrap']} segment resamples, seed {ev.settings['seed']}")
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""Lexical baselines: BLEU and chrF through sacrebleu, ROUGE-1/2/L through rouge-score.
+
+Scores keep the scale of the tool that defines them: BLEU and chrF on 0-100 (sacrebleu),
+ROUGE on 0-1 (rouge-score). Every function takes lists; ``refs`` is either one reference per
+hypothesis (``list[str]``) or several (``list[list[str]]``, same length as ``hyps``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import Sequence
+
+from lightning_metrics.parallel import map_chunks
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+Refs = Sequence[str] | Sequence[Sequence[str]]
+
+
+def _per_hyp_refs(hyps: Sequence[str], refs: Refs) -> list[list[str]]:
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    return [[r] if isinstance(r, str) else list(r) for r in refs]
+
+
+def _ref_streams(hyps: Sequence[str], refs: Refs) -> list[list[str]]:
+    """sacrebleu's corpus layout: one stream per reference position."""
+    per_hyp = _per_hyp_refs(hyps, refs)
+    n_refs = {len(r) for r in per_hyp}
+    if len(n_refs) != 1:
+        raise ValueError("corpus-level scores need the same number of references for every hypothesis")
+    return [list(stream) for stream in zip(*per_hyp)]
+
+
+@lru_cache(maxsize=None)
+def _bleu(tokenize: str, smooth_method: str, effective_order: bool, lowercase: bool):
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(tokenize=tokenize, smooth_method=smooth_method, effective_order=effective_order, lowercase=lowercase)
+
+
+@lru_cache(maxsize=None)
+def _chrf(word_order: int, lowercase: bool):
+    from sacrebleu.metrics import CHRF
+
+    return CHRF(word_order=word_order, lowercase=lowercase)
+
+
+def _score_pairs(kind: str, params: tuple, pairs: Sequence[tuple[str, tuple[str, ...]]]) -> list[float]:
+    """``metric.sentence_score(h, r).score`` for each pair, with each distinct reference set
+    pre-processed once (references repeat across systems and perturbations). Uses sacrebleu's
+    own statistics functions, so the numbers are sacrebleu's; tests pin the parity."""
+    metric = (_bleu if kind == "bleu" else _chrf)(*params)
+    ref_info: dict[tuple[str, ...], dict] = {}
+    out = []
+    for hyp, rs in pairs:
+        info = ref_info.get(rs)
+        if info is None:
+            metric._check_sentence_score_args(hyp, rs)
+            info = ref_info[rs] = metric._extract_reference_info([metric._preprocess_segment(r) for r in rs])
+        stats = metric._compute_segment_statistics(metric._preprocess_segment(hyp), info)
+        out.append(metric._aggregate_and_compute([stats]).score)
+    return out
+
+
+def _sentence_scores(kind: str, params: tuple, hyps: Sequence[str], refs: Refs, num_proc: int) -> list[float]:
+    pairs = [(h, tuple(r)) for h, r in zip(hyps, _per_hyp_refs(hyps, refs))]
+    return map_chunks(partial(_score_pairs, kind, params), pairs, num_proc)
+
+
+def sentence_bleu(
+    hyps: Sequence[str],
+    refs: Refs,
+    tokenize: str = "13a",
+    smooth_method: str = "exp",
+    lowercase: bool = False,
+    num_proc: int = 1,
+) -> list[float]:
+    """Sentence BLEU (0-100) per hypothesis, with effective order, as ``sacrebleu.sentence_bleu``."""
+    return _sentence_scores("bleu", (tokenize, smooth_method, True, lowercase), hyps, refs, num_proc)
+
+
+def corpus_bleu(
+    hyps: Sequence[str], refs: Refs, tokenize: str = "13a", smooth_method: str = "exp", lowercase: bool = False
+) -> float:
+    """Corpus BLEU (0-100), as ``sacrebleu.corpus_bleu``."""
+    return _bleu(tokenize, smooth_method, False, lowercase).corpus_score(list(hyps), _ref_streams(hyps, refs)).score
+
+
+def sentence_chrf(
+    hyps: Sequence[str], refs: Refs, word_order: int = 0, lowercase: bool = False, num_proc: int = 1
+) -> list[float]:
+    """Sentence chrF (0-100) per hypothesis; ``word_order=2`` gives chrF++."""
+    return _sentence_scores("chrf", (word_order, lowercase), hyps, refs, num_proc)
+
+
+def corpus_chrf(hyps: Sequence[str], refs: Refs, word_order: int = 0, lowercase: bool = False) -> float:
+    """Corpus chrF (0-100), as ``sacrebleu.corpus_chrf``."""
+    return _chrf(word_order, lowercase).corpus_score(list(hyps), _ref_streams(hyps, refs)).score
+
+
+@lru_cache(maxsize=None)
+def _rouge_scorer(use_stemmer: bool):
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
+
+
+def _rouge_pairs(use_stemmer: bool, pairs: Sequence[tuple[str, tuple[str, ...]]]) -> list[dict]:
+    scorer = _rouge_scorer(use_stemmer)
+    return [scorer.score(rs[0], hyp) if len(rs) == 1 else scorer.score_multi(rs, hyp) for hyp, rs in pairs]
+
+
+def sentence_rouge(
+    hyps: Sequence[str], refs: Refs, use_stemmer: bool = False, num_proc: int = 1
+) -> dict[str, dict[str, list[float]]]:
+    """ROUGE-1/2/L precision, recall and F per hypothesis (0-1).
+
+    Returns ``{"rouge1": {"precision": [...], "recall": [...], "fmeasure": [...]}, ...}``. With
+    several references, each type takes the reference with the best F, as rouge-score's
+    ``score_multi`` does.
+    """
+    pairs = [(h, tuple(r)) for h, r in zip(hyps, _per_hyp_refs(hyps, refs))]
+    scores = map_chunks(partial(_rouge_pairs, use_stemmer), pairs, num_proc)
+    return {
+        t: {field: [getattr(s[t], field) for s in scores] for field in ("precision", "recall", "fmeasure")}
+        for t in ROUGE_TYPES
+    }

@@ -1,0 +1,79 @@
+"""Shared fixtures: a tiny random BERT with a WordPiece tokenizer trained offline, and paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(var, "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+DA_FILE = SHARED_DATA / "wmt21_da_toen.csv"
+
+TINY_CORPUS = [
+    "The cat sat on the mat.",
+    "The cat is on the mat.",
+    "A quick brown fox jumps over the lazy dog.",
+    "The train to Berlin is running twenty minutes late today.",
+    "Please close the window before you leave.",
+    "The library will be closed on Sunday.",
+    "We don't have enough time for a break.",
+    "Prices went up five percent this year.",
+    "It never rains here in the summer.",
+    "She left her umbrella on the bus.",
+    "The museum opens at nine o'clock.",
+    "A dog ran fast across the green field.",
+    "The weather is hot and the soup is cold.",
+    "He went to school and she did not go.",
+]
+
+
+def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+    """Write a random BERT (``layers`` x ``hidden``) and a WordPiece tokenizer trained on ``corpus``."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=400, special_tokens=special))
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+    )
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tok.get_vocab_size(), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+        intermediate_size=2 * hidden, max_position_embeddings=128,
+    )
+    BertModel(config).save_pretrained(path)
+    fast.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> Path:
+    """Folder of a tiny random BERT and its tokenizer; built once per test session."""
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def da_rows():
+    """The first 200 rows of the WMT21 DA file, or a skip when ../shared/data is absent."""
+    if not DA_FILE.exists():
+        pytest.skip(f"{DA_FILE} is absent; real-data checks need ../shared/data")
+    import csv
+
+    with DA_FILE.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        return [row for _, row in zip(range(200), reader)]

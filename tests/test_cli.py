@@ -1,0 +1,86 @@
+"""The `lightning-metrics` command: evaluate on real data, bad input from the CLI, quickstart."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+from scipy import stats
+
+from lightning_metrics.cli import main
+
+
+def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, capsys):
+    data = tmp_path / "da.csv"
+    with data.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(da_rows[0]))
+        writer.writeheader()
+        writer.writerows(da_rows)
+    out = tmp_path / "out.json"
+    assert main(["evaluate", "--data", str(data), "--metrics", "bleu", "chrf", "--group", "lp", "--bootstrap", "20", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["metric", "lp", "seg_kendall", "seg_pearson", "sys_pearson", "n", "n_sys"]
+    result = json.loads(out.read_text())["metrics"]
+    for lp in sorted({r["lp"] for r in da_rows}):
+        rows = [r for r in da_rows if r["lp"] == lp]
+        chrf = [sacrebleu.sentence_chrf(r["mt"], [r["ref"]]).score for r in rows]
+        expected = stats.kendalltau(chrf, [float(r["score"]) for r in rows], variant="b")[0]
+        assert result["chrf"][lp]["seg_kendall"] == pytest.approx(expected, abs=1e-6)
+        assert result["chrf"][lp]["n"] == len(rows)
+        assert f"chrf    {lp}" in table
+
+
+BAD_INPUTS = [
+    ("missing.csv", "lp,ref,score\nde-en,b,1\n", "missing required column 'mt'"),
+    ("empty_mt.csv", "mt,ref,score\nok,b,1\n,b,1\n", "row 2: empty mt text"),
+    ("empty_ref.csv", "mt,ref,score\nok,,1\n", "row 1: empty ref text"),
+    ("nan.csv", "mt,ref,score\nok,b,NaN\n", "row 1: score is not a finite number"),
+    ("empty.csv", "", "empty file"),
+]
+
+
+@pytest.mark.parametrize("name, body, problem", BAD_INPUTS)
+def test_bad_input_from_the_cli_is_one_line(tmp_path, capsys, name, body, problem):
+    path = tmp_path / name
+    path.write_text(body, encoding="utf-8")
+    assert main(["evaluate", "--data", str(path), "--metrics", "chrf"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: {problem}" + err[0].split(problem, 1)[1]]
+    assert "Traceback" not in "".join(err)
+
+
+def test_undecodable_from_the_cli(tmp_path, capsys):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("mt,ref,score\nok,b,1\n".encode() + b"caf\xe9,b,1\n")
+    assert main(["evaluate", "--data", str(path)]) == 2
+    assert f"error: {path}: row 2: undecodable bytes (not UTF-8)" in capsys.readouterr().err
+
+
+def test_skip_from_the_cli(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    path.write_text("mt,ref,score\na b,a b,1\nc d,c e,0.5\n,x,1\nd e,d f,0.1\n", encoding="utf-8")
+    assert main(["evaluate", "--data", str(path), "--on-invalid", "skip", "--bootstrap", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped 1 of 4 rows (1 empty mt text)" in captured.err
+    assert "chrf    all" in captured.out
+
+
+def test_column_flags_and_config_file(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    path.write_text("hyp,reference,human\na b,a b,1\nc d,c e,0.5\nd e,x y,0.1\n", encoding="utf-8")
+    config = tmp_path / "eval.yaml"
+    config.write_text(f"data: {path}\nmetrics: [bleu]\nbootstrap: 0\nmt_col: hyp\nref_col: reference\nscore_col: human\n")
+    assert main(["evaluate", "--config", str(config)]) == 0
+    assert "bleu    all" in capsys.readouterr().out
+
+
+def test_console_script_quickstart(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "lightning_metrics.cli", "quickstart", "--out", str(tmp_path / "qs")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "chrf    avg" in proc.stdout
+    assert json.loads((tmp_path / "qs" / "evaluation.json").read_text())["metrics"]["chrf"]["de-en"]["n"] == 12
