@@ -1,6 +1,6 @@
 """The baseline metrics by name, behind one call: ``baseline_scores(names, mt=..., ref=...)``.
 
-Metrics that come out of one computation (ROUGE-1/2/L; BERTScore P/R/F) form a family and
+Metrics that come out of one computation (ROUGE-1/2/L; BERTScore F/P/R) form a family and
 are computed once however many of its members are asked for.
 """
 
@@ -24,11 +24,18 @@ def _rouge(mt, ref, num_proc=1, **_):
     return {t: scores[t]["fmeasure"] for t in lexical.ROUGE_TYPES}
 
 
+def _bertscore(mt, ref, bertscore: dict | None = None, **_):
+    from lightning_metrics.bertscore import BERTScorer
+
+    return BERTScorer(**(bertscore or {})).score(mt, ref).as_dict()
+
+
 # family function, and the names it produces
 FAMILIES: dict[str, tuple[Callable[..., dict[str, list[float]]], tuple[str, ...]]] = {
     "bleu": (_bleu, ("bleu",)),
     "chrf": (_chrf, ("chrf",)),
     "rouge": (_rouge, lexical.ROUGE_TYPES),
+    "bertscore": (_bertscore, ("bertscore", "bertscore_p", "bertscore_r")),
 }
 
 
@@ -38,7 +45,12 @@ def baseline_names() -> list[str]:
 
 
 def baseline_scores(names: Sequence[str], mt: Sequence[str], ref: Sequence[str], **options) -> dict[str, list[float]]:
-    """Segment scores for each named baseline; ``options`` go to the family functions."""
+    """Segment scores for each named baseline.
+
+    ``options``: ``num_proc`` for the lexical metrics; ``bertscore`` a dict of
+    :class:`~lightning_metrics.bertscore.BERTScorer` arguments (model, layer, idf, ...).
+    ``bertscore`` is F1, ``bertscore_p`` and ``bertscore_r`` precision and recall.
+    """
     unknown = [n for n in names if n not in baseline_names()]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; choose from {baseline_names()}")

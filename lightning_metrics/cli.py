@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Optional
 
 from jsonargparse import ActionConfigFile, ArgumentParser
 
@@ -48,8 +49,27 @@ def _evaluate_parser() -> ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", type=str, default=None, help="also write the numbers to this JSON file")
     p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
+    _add_bertscore_flags(p)
     _add_column_flags(p)
     return p
+
+
+def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> None:
+    group = parser.add_argument_group("BERTScore")
+    group.add_argument(f"--{prefix}model", type=str, default="default", help="encoder: 'default' (all-MiniLM-L6-v2), a folder or a hub name")
+    group.add_argument(f"--{prefix}layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)")
+    group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
+    group.add_argument(f"--{prefix}baseline", type=Optional[str], default=None, help="baseline JSON from bertscore-baseline, to rescale")
+    group.add_argument("--batch-size", type=int, default=64, help="sentences per encoder batch")
+    group.add_argument("--device", type=str, default="cpu", help="cpu, cuda or auto")
+    group.add_argument("--precision", type=Optional[str], default=None, help="fp32 (CPU default) or bf16 (CUDA default)")
+
+
+def _bertscore_options(cfg) -> dict:
+    return {
+        "model": cfg.bertscore_model, "layer": cfg.bertscore_layer, "idf": cfg.bertscore_idf, "baseline": cfg.bertscore_baseline,
+        "batch_size": cfg.batch_size, "device": cfg.device, "precision": cfg.precision,
+    }
 
 
 def run_evaluate(cfg) -> int:
@@ -61,7 +81,10 @@ def run_evaluate(cfg) -> int:
     if unknown:
         raise LightningMetricsError(f"unknown metric(s) {unknown}; choose from {baseline_names()}")
     data = read_ratings(cfg.data, columns=_columns(cfg), on_invalid=cfg.on_invalid)
-    ev = evaluate(data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc)
+    ev = evaluate(
+        data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data,
+        num_proc=cfg.num_proc, bertscore=_bertscore_options(cfg),
+    )
     print(format_table(ev))
     if cfg.json:
         _write_json(cfg.json, ev.to_dict())
@@ -76,6 +99,34 @@ def _write_json(path: str, payload: dict) -> None:
     tmp.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
     tmp.replace(target)
     log.info("wrote %s", target)
+
+
+def _baseline_parser() -> ArgumentParser:
+    p = _subparser("Compute a BERTScore rescaling baseline for any encoder and layer.")
+    p.add_argument("--model", type=str, default="default", help="encoder: 'default', a folder or a hub name")
+    p.add_argument("--layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)")
+    p.add_argument("--corpus", type=str, required=True, help="sentences: a text file (one per line) or a table with a ref/text column")
+    p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus")
+    p.add_argument("--out", type=str, required=True, help="JSON file to write")
+    p.add_argument("--n-pairs", type=int, default=5000, help="random pairs of different sentences")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--idf", type=bool, default=False, help="IDF-weighted baseline (IDF over the corpus)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", type=str, default="cpu")
+    return p
+
+
+def run_baseline(cfg) -> int:
+    from lightning_metrics.bertscore import BERTScorer, compute_baseline
+    from lightning_metrics.data.readers import read_corpus
+
+    corpus = read_corpus(cfg.corpus, column=cfg.column)
+    scorer = BERTScorer(cfg.model, layer=cfg.layer, idf=cfg.idf, idf_corpus=corpus if cfg.idf else None, batch_size=cfg.batch_size, device=cfg.device)
+    baseline = compute_baseline(scorer, corpus, n_pairs=cfg.n_pairs, seed=cfg.seed)
+    baseline["corpus"] = str(cfg.corpus)
+    _write_json(cfg.out, baseline)
+    print(f"{scorer.signature}  P {baseline['P']:.4f}  R {baseline['R']:.4f}  F {baseline['F']:.4f}  ({cfg.n_pairs} pairs, seed {cfg.seed})")
+    return 0
 
 
 def _quickstart_parser() -> ArgumentParser:
@@ -97,7 +148,7 @@ def run_quickstart(cfg) -> int:
     example.write_bytes(resources.files("lightning_metrics.resources").joinpath("example_ratings.csv").read_bytes())
     print(f"example ratings (written by this project): {example}")
     data = read_ratings(example)
-    metrics = ["bleu", "chrf", "rouge1", "rouge2", "rougeL"]
+    metrics = ["bleu", "chrf", "rouge1", "rouge2", "rougeL", "bertscore"]
     ev = evaluate(data, metrics, group="lp", bootstrap=200, seed=cfg.seed, source=str(example))
     print(format_table(ev))
     _write_json(str(out / "evaluation.json"), ev.to_dict())
@@ -106,6 +157,7 @@ def run_quickstart(cfg) -> int:
 
 COMMANDS = {
     "evaluate": (_evaluate_parser, run_evaluate, "correlate metrics with human ratings"),
+    "bertscore-baseline": (_baseline_parser, run_baseline, "compute a BERTScore rescaling baseline for any encoder"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
 }
 

@@ -39,6 +39,18 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, **model_kwar
 
     Raises :class:`EncoderNotFoundError` listing every place that was tried.
     """
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a per-tensor "Loading weights" bar is noise for us
+    try:
+        return _load(name_or_path, model_kwargs)
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _load(name_or_path, model_kwargs: dict):
     from transformers import AutoModel, AutoTokenizer
 
     target = resolve_encoder(name_or_path)

@@ -49,13 +49,14 @@ def evaluate(
     scorer: Callable[[Sequence[str], list[str], list[str]], dict[str, list[float]]] | None = None,
     source: str = "data",
     num_proc: int = 1,
+    bertscore: dict | None = None,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
     ``data`` is a ``datasets.Dataset`` (or a dict of columns) with ``mt``, ``ref`` and
     ``score``; a ``system`` column adds system-level correlations. ``scorer(names, mt, ref)``
     returns segment scores per name (default: the baselines). ``num_proc`` processes share the
-    lexical scoring and the bootstrap.
+    lexical scoring and the bootstrap; ``bertscore`` holds BERTScorer arguments.
     """
     from lightning_metrics.baselines import baseline_scores
 
@@ -63,7 +64,7 @@ def evaluate(
     if group is not None and group not in columns:
         raise InputError(source, f"no column {group!r} to group by; columns are {sorted(columns)}")
     mt, ref, human = list(data["mt"]), list(data["ref"]), np.asarray(data["score"], dtype=float)
-    scorer = scorer or (lambda names, m, r: baseline_scores(names, m, r, num_proc=num_proc))
+    scorer = scorer or (lambda names, m, r: baseline_scores(names, m, r, num_proc=num_proc, bertscore=bertscore))
     scores = scorer(list(metrics), mt, ref)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import subprocess
 import sys
 
@@ -82,5 +83,5 @@ def test_console_script_quickstart(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "chrf    avg" in proc.stdout
+    assert re.search(r"^chrf\s+avg", proc.stdout, re.M) and re.search(r"^bertscore\s+fr-en", proc.stdout, re.M)
     assert json.loads((tmp_path / "qs" / "evaluation.json").read_text())["metrics"]["chrf"]["de-en"]["n"] == 12

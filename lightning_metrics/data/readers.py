@@ -142,6 +142,31 @@ def read_parallel_text(
     return out
 
 
+def read_corpus(source: str | os.PathLike, column: str | None = None, split: str = "train") -> list[str]:
+    """Sentences from a plain-text file (one per line) or from a column of a table or dataset.
+
+    Tables (.csv/.tsv/.jsonl/.parquet, saved folders, hub names) take ``column``, by default
+    ``ref`` or else ``text``. An empty line or cell is an error naming its row.
+    """
+    name = str(source)
+    path = Path(name)
+    if path.is_file() and path.suffix.lower() not in (*_TABULAR, ".jsonl", ".parquet"):
+        lines = _read_lines(name)
+        values: list = lines
+    else:
+        table = _load_columns(name, split)
+        column = column or next((c for c in ("ref", "text") if c in table), None)
+        if column is None or column not in table:
+            raise InputError(name, f"no column {column or 'ref/text'!r} to read sentences from; columns are {sorted(table)}")
+        values = table[column]
+    if not values:
+        raise InputError(name, "empty file: no sentences")
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(name, "empty line" if column is None else f"empty {column} text", row=i + 1)
+    return list(values)
+
+
 # --- loading -------------------------------------------------------------------------------
 
 

@@ -1,0 +1,333 @@
+"""BERTScore for any Hugging Face encoder: layer choice, IDF weights, baseline rescaling.
+
+Formulas (DESIGN.md): token embeddings from layer L, cosine matrix between candidate tokens
+ĥ_j and reference tokens r_i; ``P = Σ_j w_j max_i cos(ĥ_j, r_i) / Σ_j w_j``, ``R`` the same
+from the reference side, ``F = 2PR/(P+R)``. Weights are 1 (or ``idf(w) = log((M+1)/(df(w)+1))``
+over M reference sentences) and 0 for the special tokens ([CLS], [SEP], <s>, </s>); special
+tokens may still be matched, as in the bert-score package. Rescaling: ``(x - b)/(1 - b)``.
+
+**Empty text.** A candidate or reference with no tokens besides the special ones scores
+P = R = F = 0 (before rescaling), as in the bert-score package.
+
+Speed: each distinct sentence is embedded once (references repeat across systems), batches
+are sorted by token length with dynamic padding, the encoder is cut after layer L, and
+everything runs under ``torch.inference_mode()`` (bf16 autocast on CUDA). Long inputs are
+processed in chunks so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from lightning_metrics.encoders import DEFAULT_ENCODER, load_encoder
+from lightning_metrics.errors import InputError, LightningMetricsError
+
+# Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
+# From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
+# layer sweep on WMT21 DA (benchmarks/bertscore_layers.py). Unknown encoders use the last layer.
+DEFAULT_LAYERS = {
+    "all-MiniLM-L6-v2": 4,
+    "bert-base-uncased": 9,
+    "bert-large-uncased": 18,
+    "bert-base-multilingual-cased": 9,
+    "roberta-base": 10,
+    "roberta-large": 17,
+    "xlm-roberta-base": 9,
+    "xlm-roberta-large": 17,
+    "distilbert-base-uncased": 5,
+    "microsoft/deberta-base-mnli": 9,
+    "microsoft/deberta-large-mnli": 18,
+    "microsoft/deberta-xlarge-mnli": 40,
+}
+CHUNK_PAIRS = 20_000  # pairs whose embeddings are held at once: bounds memory on long inputs
+
+
+def default_layer(model_name: str, num_layers: int) -> int:
+    """The documented default layer for ``model_name`` (matched by name suffix), else the last."""
+    name = str(model_name).rstrip("/")
+    if name == DEFAULT_ENCODER:
+        return DEFAULT_LAYERS["all-MiniLM-L6-v2"]
+    for known, layer in DEFAULT_LAYERS.items():
+        if name == known or name.endswith("/" + known.split("/")[-1]):
+            return layer
+    return num_layers
+
+
+def greedy_match(
+    sim: torch.Tensor,
+    hyp_weights: torch.Tensor,
+    ref_weights: torch.Tensor,
+    hyp_mask: torch.Tensor | None = None,
+    ref_mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """BERTScore's aggregation for a batch: ``sim`` is [B, Lh, Lr] cosine similarities.
+
+    ``*_weights`` are [B, L] token weights (0 for special and padding tokens); ``*_mask`` mark
+    real tokens (specials included: they can be matched, they are just not counted). Returns
+    P, R and F, each [B]; a side whose weights sum to 0 scores 0.
+    """
+    b, lh, lr = sim.shape
+    hyp_mask = torch.ones(b, lh, dtype=torch.bool, device=sim.device) if hyp_mask is None else hyp_mask.bool()
+    ref_mask = torch.ones(b, lr, dtype=torch.bool, device=sim.device) if ref_mask is None else ref_mask.bool()
+    sim = sim.masked_fill(~(hyp_mask[:, :, None] & ref_mask[:, None, :]), -torch.inf)
+    best_for_hyp = sim.amax(dim=2).masked_fill(~hyp_mask, 0.0)
+    best_for_ref = sim.amax(dim=1).masked_fill(~ref_mask, 0.0)
+    hyp_total, ref_total = hyp_weights.sum(dim=1), ref_weights.sum(dim=1)
+    p = (best_for_hyp * hyp_weights).sum(dim=1) / hyp_total.clamp_min(1e-30)
+    r = (best_for_ref * ref_weights).sum(dim=1) / ref_total.clamp_min(1e-30)
+    empty = (hyp_total == 0) | (ref_total == 0)
+    p, r = p.masked_fill(empty, 0.0), r.masked_fill(empty, 0.0)
+    f = (2 * p * r / (p + r)).nan_to_num(0.0)
+    return p, r, f
+
+
+def idf_weights(token_ids: Sequence[Sequence[int]]) -> tuple[dict[int, float], float]:
+    """``idf(w) = log((M+1)/(df(w)+1))`` over M token-id sequences; also the unseen-token value."""
+    df = Counter(t for ids in token_ids for t in set(ids))
+    m = len(token_ids)
+    return {t: math.log((m + 1) / (c + 1)) for t, c in df.items()}, math.log(m + 1)
+
+
+@dataclass
+class BERTScoreResult:
+    """Per-pair precision, recall and F1 (numpy arrays, input order)."""
+
+    precision: np.ndarray
+    recall: np.ndarray
+    f1: np.ndarray
+
+    def as_dict(self) -> dict[str, list[float]]:
+        return {"bertscore_p": self.precision.tolist(), "bertscore_r": self.recall.tolist(), "bertscore": self.f1.tolist()}
+
+
+def load_baseline(baseline: str | os.PathLike | dict) -> dict[str, float]:
+    """A baseline as ``{"P": b, "R": b, "F": b}``, from a dict or a ``bertscore-baseline`` JSON file."""
+    if isinstance(baseline, dict):
+        values = baseline
+    else:
+        try:
+            values = json.loads(Path(baseline).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise InputError(str(baseline), f"not a readable baseline JSON file ({e})") from None
+    missing = [k for k in ("P", "R", "F") if not isinstance(values.get(k), (int, float))]
+    if missing:
+        raise InputError(str(baseline), f"baseline lacks numeric {missing}")
+    return {k: float(values[k]) for k in ("P", "R", "F")}
+
+
+class BERTScorer:
+    """Scores candidate/reference pairs with one encoder, kept in memory between calls.
+
+    ``layer`` defaults to :data:`DEFAULT_LAYERS` (the last layer for unknown encoders).
+    ``idf=True`` weights tokens by IDF over ``idf_corpus`` (default: the references passed to
+    :meth:`score`). ``baseline`` (a dict or a ``bertscore-baseline`` JSON file) turns on
+    rescaling. ``device`` is ``"cpu"``, ``"cuda"`` or ``"auto"``; CUDA runs under bf16 autocast.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike = DEFAULT_ENCODER,
+        layer: int | None = None,
+        idf: bool = False,
+        idf_corpus: Sequence[str] | None = None,
+        baseline: str | os.PathLike | dict | None = None,
+        batch_size: int = 64,
+        device: str = "cpu",
+        precision: str | None = None,
+        progress: bool | None = None,
+        chunk_pairs: int = CHUNK_PAIRS,
+    ):
+        self.model_name = str(model)
+        encoder, self.tokenizer = load_encoder(model)
+        n_layers = int(encoder.config.num_hidden_layers)
+        self.layer = default_layer(self.model_name, n_layers) if layer is None else int(layer)
+        if not 0 <= self.layer <= n_layers:
+            raise LightningMetricsError(f"layer {self.layer} is out of range for {self.model_name}: choose 0..{n_layers}")
+        self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device))
+        self.precision = precision or ("bf16" if self.device.type == "cuda" else "fp32")
+        if self.precision not in ("fp32", "bf16"):
+            raise LightningMetricsError(f"precision must be fp32 or bf16, got {self.precision!r}")
+        self.encoder = _truncate(encoder, self.layer).eval().to(self.device)
+        self.batch_size, self.progress, self.chunk_pairs = int(batch_size), progress, int(chunk_pairs)
+        self.idf = idf
+        self.baseline = load_baseline(baseline) if baseline is not None else None
+        self.max_length = min(int(self.tokenizer.model_max_length), int(getattr(encoder.config, "max_position_embeddings", 512)))
+        ids = (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id, self.tokenizer.bos_token_id, self.tokenizer.eos_token_id)
+        self.special_ids = {i for i in ids if i is not None}
+        self._idf = self._idf_from(idf_corpus) if idf and idf_corpus is not None else None
+
+    @property
+    def signature(self) -> str:
+        """How the numbers were made, sacrebleu-style."""
+        model = "all-MiniLM-L6-v2" if self.model_name == DEFAULT_ENCODER else self.model_name
+        return (
+            f"bertscore|model:{model}|layer:{self.layer}|idf:{'yes' if self.idf else 'no'}"
+            f"|rescaled:{'yes' if self.baseline else 'no'}|precision:{self.precision}"
+        )
+
+    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
+        """Token ids with special tokens, stripped and truncated as the bert-score package does."""
+        out = self.tokenizer([s.strip() for s in sentences], add_special_tokens=True, truncation=True, max_length=self.max_length)
+        return out["input_ids"]
+
+    def _idf_from(self, corpus: Sequence[str]) -> tuple[dict[int, float], float]:
+        return idf_weights(self.tokenize(list(corpus)))
+
+    def _weights(self, ids: list[int], idf: tuple[dict[int, float], float] | None) -> list[float]:
+        if idf is None:
+            return [0.0 if t in self.special_ids else 1.0 for t in ids]
+        table, unseen = idf
+        return [0.0 if t in self.special_ids else table.get(t, unseen) for t in ids]
+
+    def score(self, cands: Sequence[str], refs: Sequence[str]) -> BERTScoreResult:
+        """P, R and F1 for each (candidate, reference) pair; rescaled when a baseline is set."""
+        cands, refs = list(cands), list(refs)
+        if len(cands) != len(refs):
+            raise ValueError(f"{len(cands)} candidates but {len(refs)} references")
+        idf = (self._idf or self._idf_from(refs)) if self.idf else None
+        p, r, f = (np.zeros(len(cands), dtype=np.float64) for _ in range(3))
+        bar = _progress_bar(len(cands), self.progress)
+        for start in range(0, len(cands), self.chunk_pairs):
+            stop = min(start + self.chunk_pairs, len(cands))
+            tick = None if bar is None else (lambda done, start=start, stop=stop: _advance(bar, start + round((stop - start) * done)))
+            cp, cr, cf = self._score_chunk(cands[start:stop], refs[start:stop], idf, tick)
+            p[start:stop], r[start:stop], f[start:stop] = cp, cr, cf
+        if bar is not None:
+            bar.close()
+        if self.baseline is not None:
+            b = self.baseline
+            p, r, f = (p - b["P"]) / (1 - b["P"]), (r - b["R"]) / (1 - b["R"]), (f - b["F"]) / (1 - b["F"])
+        return BERTScoreResult(precision=p, recall=r, f1=f)
+
+    def _score_chunk(self, cands: list[str], refs: list[str], idf, tick=None) -> tuple[np.ndarray, ...]:
+        unique = list(dict.fromkeys(cands + refs))
+        index = {s: i for i, s in enumerate(unique)}
+        ids = self.tokenize(unique)
+        embeddings = self._embed(ids, tick)
+        weights = [torch.tensor(self._weights(x, idf), dtype=torch.float32) for x in ids]
+        hyp_idx = [index[s] for s in cands]
+        ref_idx = [index[s] for s in refs]
+        # match in batches of pairs with similar lengths, so padding stays small
+        order = sorted(range(len(cands)), key=lambda k: (len(ids[hyp_idx[k]]), len(ids[ref_idx[k]])))
+        p, r, f = (np.zeros(len(cands)) for _ in range(3))
+        match_batch = max(self.batch_size, 256)
+        for start in range(0, len(order), match_batch):
+            batch = order[start : start + match_batch]
+            hyp, hyp_mask = _pad([embeddings[hyp_idx[k]] for k in batch])
+            ref, ref_mask = _pad([embeddings[ref_idx[k]] for k in batch])
+            hw, _ = _pad([weights[hyp_idx[k]] for k in batch])
+            rw, _ = _pad([weights[ref_idx[k]] for k in batch])
+            sim = torch.bmm(hyp, ref.transpose(1, 2))
+            bp, br, bf = greedy_match(sim, hw, rw, hyp_mask, ref_mask)
+            p[batch], r[batch], f[batch] = bp.numpy(), br.numpy(), bf.numpy()
+        return p, r, f
+
+    def _embed(self, ids: list[list[int]], tick=None) -> list[torch.Tensor]:
+        """Unit-normalised layer-L token embeddings per sentence (float32, on the CPU).
+
+        ``tick(fraction_done)`` is called after each batch (drives the progress bar)."""
+        out: list[torch.Tensor | None] = [None] * len(ids)
+        order = sorted(range(len(ids)), key=lambda k: len(ids[k]), reverse=True)
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        bf16 = self.precision == "bf16"
+        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+        with torch.inference_mode(), autocast:
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                width = len(ids[batch[0]])
+                input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, k in enumerate(batch):
+                    input_ids[row, : len(ids[k])] = torch.tensor(ids[k])
+                    mask[row, : len(ids[k])] = 1
+                # no mask when nothing is padded: attention takes its faster unmasked path
+                attention_mask = None if bool(mask.all()) else mask.to(self.device)
+                hidden = self.encoder(input_ids=input_ids.to(self.device), attention_mask=attention_mask).last_hidden_state
+                hidden = torch.nn.functional.normalize(hidden.float(), dim=-1).cpu()
+                for row, k in enumerate(batch):
+                    out[k] = hidden[row, : len(ids[k])]
+                if tick is not None:
+                    tick(min(start + self.batch_size, len(order)) / len(order))
+        return out  # type: ignore[return-value]
+
+
+def bertscore(
+    cands: Sequence[str],
+    refs: Sequence[str],
+    model: str | os.PathLike = DEFAULT_ENCODER,
+    layer: int | None = None,
+    idf: bool = False,
+    baseline: str | os.PathLike | dict | None = None,
+    batch_size: int = 64,
+    device: str = "cpu",
+    precision: str | None = None,
+) -> BERTScoreResult:
+    """One-call BERTScore: ``bertscore(cands, refs).f1``. Build a :class:`BERTScorer` to reuse a model."""
+    scorer = BERTScorer(model, layer=layer, idf=idf, baseline=baseline, batch_size=batch_size, device=device, precision=precision)
+    return scorer.score(cands, refs)
+
+
+def compute_baseline(scorer: BERTScorer, corpus: Sequence[str], n_pairs: int = 5000, seed: int = 0) -> dict:
+    """The rescaling baseline: mean P, R and F of ``n_pairs`` seeded random pairs of different sentences."""
+    sentences = list(dict.fromkeys(s for s in corpus if s.strip()))
+    if len(sentences) < 2:
+        raise LightningMetricsError(f"a baseline needs at least 2 different sentences; the corpus has {len(sentences)}")
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, len(sentences), size=n_pairs)
+    offset = rng.integers(1, len(sentences), size=n_pairs)  # never pairs a sentence with itself
+    second = (first + offset) % len(sentences)
+    saved, scorer.baseline = scorer.baseline, None
+    try:
+        result = scorer.score([sentences[i] for i in first], [sentences[j] for j in second])
+    finally:
+        scorer.baseline = saved
+    return {
+        "P": float(result.precision.mean()),
+        "R": float(result.recall.mean()),
+        "F": float(result.f1.mean()),
+        "model": scorer.model_name,
+        "layer": scorer.layer,
+        "idf": scorer.idf,
+        "n_pairs": int(n_pairs),
+        "seed": int(seed),
+        "n_sentences": len(sentences),
+    }
+
+
+def _truncate(model, layer: int):
+    """Drop the layers above ``layer`` so they cost nothing; last_hidden_state is then layer L."""
+    for owner, attr in ((getattr(model, "encoder", None), "layer"), (getattr(model, "transformer", None), "layer"), (model, "layers")):
+        if owner is not None and isinstance(getattr(owner, attr, None), torch.nn.ModuleList):
+            setattr(owner, attr, torch.nn.ModuleList(list(getattr(owner, attr))[:layer]))
+            return model
+    raise LightningMetricsError(f"cannot select a layer in a {type(model).__name__}: no encoder.layer / transformer.layer / layers list")
+
+
+def _pad(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([t.shape[0] for t in tensors])
+    padded = torch.nn.utils.rnn.pad_sequence(tensors, batch_first=True)
+    mask = torch.arange(padded.shape[1])[None, :] < lengths[:, None]
+    return padded, mask
+
+
+def _advance(bar, position: int) -> None:
+    bar.update(position - bar.n)
+
+
+def _progress_bar(total: int, progress: bool | None):
+    if progress is False or (progress is None and total < 2000):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="BERTScore", unit="pair")
+
