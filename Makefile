@@ -5,11 +5,12 @@ VENV   ?= .venv
 PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+WORDNET := /usr/share/wordnet/index.sense
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=offline
 
 .PHONY: setup test quickstart clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(WORDNET)
 
 # torch first: the pinned CPU wheel, so nothing later pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
@@ -18,6 +19,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# WordNet for data_gen, from Debian's packages (as root; otherwise say what to install).
+$(WORDNET):
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null; \
+	else \
+		echo "WordNet missing: run 'sudo apt-get install wordnet-base wordnet-sense-index' (or python -m nltk.downloader wordnet)"; \
+	fi
 
 test: setup
 	$(OFFLINE) $(PY) -m pytest -q

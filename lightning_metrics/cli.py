@@ -129,6 +129,65 @@ def run_baseline(cfg) -> int:
     return 0
 
 
+def _generate_parser() -> ArgumentParser:
+    p = _subparser("Turn a corpus into synthetic (reference, perturbed) pairs with signals.")
+    p.add_argument("--corpus", type=Optional[str], default=None, help="text file (one sentence per line), table or dataset; default: WordNet's example sentences")
+    p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus (default ref, else text); a src column is kept")
+    p.add_argument("--out", type=str, required=True, help="output folder (Parquet shards + JSON summaries)")
+    p.add_argument("--recipe", type=Optional[str], default=None, help="recipe YAML (default: the built-in recipe, = configs/data_gen/default.yaml)")
+    p.add_argument("--pairs-per-sentence", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for perturbation and lexical signals")
+    p.add_argument("--shard", type=Optional[str], default=None, help="i/n: this machine's share of the corpus")
+    p.add_argument("--max-sentences", type=Optional[int], default=None, help="use only the first N sentences")
+    return p
+
+
+def run_generate(cfg) -> int:
+    from data_gen import pipeline
+
+    path, summary = pipeline.run(
+        cfg.corpus, cfg.out, cfg.recipe, cfg.pairs_per_sentence, cfg.seed, cfg.num_proc, cfg.shard, cfg.column,
+        max_sentences=cfg.max_sentences,
+    )
+    print(summary)
+    return 0
+
+
+def _probe_parser() -> ArgumentParser:
+    p = _subparser("Audit a metric: how often does it score each perturbation below the unchanged reference?")
+    p.add_argument("--metric", type=str, required=True, help="a built-in metric name (bleu, chrf, bertscore, ...)")
+    p.add_argument("--corpus", type=Optional[str], default=None, help="sentences (default: WordNet's example sentences)")
+    p.add_argument("--column", type=Optional[str], default=None)
+    p.add_argument("--n", type=int, default=300, help="sentences per perturbation")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def run_probe(cfg) -> int:
+    from data_gen.probe import format_probe, probe
+    from lightning_metrics.data.readers import read_corpus
+
+    score = metric_scorer(cfg.metric)
+    if cfg.corpus is None:
+        from data_gen.wordnet import example_sentences
+
+        corpus = example_sentences()
+    else:
+        corpus = read_corpus(cfg.corpus, column=cfg.column)
+    print(format_probe(probe(score, corpus, n_sentences=cfg.n, seed=cfg.seed), cfg.metric))
+    return 0
+
+
+def metric_scorer(name: str):
+    """``score(mt, ref) -> list[float]`` for a metric name."""
+    from lightning_metrics.baselines import baseline_names, baseline_scores
+
+    if name in baseline_names():
+        return lambda mt, ref: baseline_scores([name], mt, ref)[name]
+    raise LightningMetricsError(f"unknown metric {name!r}; choose from {baseline_names()}")
+
+
 def _quickstart_parser() -> ArgumentParser:
     p = _subparser("Run the main job on the embedded defaults.")
     p.add_argument("--out", type=str, default="runs/quickstart", help="folder for the quickstart's outputs")
@@ -158,6 +217,8 @@ def run_quickstart(cfg) -> int:
 COMMANDS = {
     "evaluate": (_evaluate_parser, run_evaluate, "correlate metrics with human ratings"),
     "bertscore-baseline": (_baseline_parser, run_baseline, "compute a BERTScore rescaling baseline for any encoder"),
+    "generate": (_generate_parser, run_generate, "make synthetic training pairs from a corpus"),
+    "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
 }
 

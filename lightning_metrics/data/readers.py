@@ -25,6 +25,7 @@ TEXT_COLUMNS = ("src", "mt", "ref")
 STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id")
 ON_INVALID = ("error", "skip")
 _TABULAR = {".csv": ",", ".tsv": "\t"}
+TABLE_SUFFIXES = (*_TABULAR, ".jsonl", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -142,19 +143,25 @@ def read_parallel_text(
     return out
 
 
-def read_corpus(source: str | os.PathLike, column: str | None = None, split: str = "train") -> list[str]:
+def read_columns(source: str | os.PathLike, split: str = "train") -> dict[str, list]:
+    """The raw columns of a table or dataset (no renaming, no validation beyond decoding)."""
+    return _load_columns(str(source), split)
+
+
+def read_corpus(source: str | os.PathLike, column: str | None = None, split: str = "train", table: dict | None = None) -> list[str]:
     """Sentences from a plain-text file (one per line) or from a column of a table or dataset.
 
     Tables (.csv/.tsv/.jsonl/.parquet, saved folders, hub names) take ``column``, by default
-    ``ref`` or else ``text``. An empty line or cell is an error naming its row.
+    ``ref`` or else ``text``; ``table`` passes columns already read. An empty line or cell is
+    an error naming its row.
     """
     name = str(source)
     path = Path(name)
-    if path.is_file() and path.suffix.lower() not in (*_TABULAR, ".jsonl", ".parquet"):
+    if table is None and path.is_file() and path.suffix.lower() not in TABLE_SUFFIXES:
         lines = _read_lines(name)
         values: list = lines
     else:
-        table = _load_columns(name, split)
+        table = _load_columns(name, split) if table is None else table
         column = column or next((c for c in ("ref", "text") if c in table), None)
         if column is None or column not in table:
             raise InputError(name, f"no column {column or 'ref/text'!r} to read sentences from; columns are {sorted(table)}")
@@ -175,7 +182,7 @@ def _load_columns(name: str, split: str) -> dict[str, list]:
     if path.is_dir():
         return _load_saved_dataset(name, split)
     suffix = path.suffix.lower()
-    if path.exists() or suffix in (*_TABULAR, ".jsonl", ".parquet"):
+    if path.exists() or suffix in TABLE_SUFFIXES:
         if not path.exists():
             raise InputError(name, "file not found")
         if suffix in _TABULAR:

@@ -1,0 +1,69 @@
+"""`probe`: audit a metric for blind spots, one perturbation at a time.
+
+For each perturbation, the metric scores the perturbed candidate and the unchanged reference
+(as its own candidate) against the reference. A sound metric scores the perturbed one lower:
+the table reports how often it does, and the mean drop.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from data_gen.perturbations import build, names
+
+
+@dataclass
+class ProbeRow:
+    perturbation: str
+    severity: float
+    n: int
+    fraction_below: float
+    mean_drop: float
+
+
+def probe(
+    score: Callable[[list[str], list[str]], Sequence[float]],
+    corpus: Sequence[str],
+    n_sentences: int = 300,
+    seed: int = 0,
+    perturbations: Sequence[str] | None = None,
+) -> list[ProbeRow]:
+    """``score(mt, ref) -> scores``; each perturbation is tried on ``n_sentences`` seeded sentences."""
+    rng = random.Random(seed)
+    sample = rng.sample(list(corpus), min(n_sentences, len(corpus)))
+    refs_all, mts_all, owners = [], [], []
+    chosen = [p for p in (perturbations or names()) if p != "identity"]
+    severities = {}
+    for name in chosen:
+        perturbation = build(name, pool=list(corpus)) if name == "unrelated" else build(name)
+        severities[name] = perturbation.severity
+        for k, ref in enumerate(sample):
+            out = perturbation.apply(ref, random.Random(f"{seed}:{name}:{k}"))
+            if out is not None and out != ref:
+                refs_all.append(ref)
+                mts_all.append(out)
+                owners.append(name)
+    unchanged = dict(zip(sample, score(list(sample), list(sample))))
+    perturbed = np.asarray(score(mts_all, refs_all), dtype=float)
+    base = np.asarray([unchanged[r] for r in refs_all], dtype=float)
+    rows = []
+    owners_arr = np.asarray(owners)
+    for name in chosen:
+        mask = owners_arr == name
+        n = int(mask.sum())
+        below = float((perturbed[mask] < base[mask]).mean()) if n else float("nan")
+        drop = float((base[mask] - perturbed[mask]).mean()) if n else float("nan")
+        rows.append(ProbeRow(name, severities[name], n, below, drop))
+    return rows
+
+
+def format_probe(rows: Sequence[ProbeRow], metric: str) -> str:
+    header = ["perturbation", "severity", "pairs", "below_unchanged", "mean_drop"]
+    body = [[r.perturbation, f"{r.severity:.2f}", str(r.n), f"{r.fraction_below:.3f}", f"{r.mean_drop:.4f}"] for r in sorted(rows, key=lambda r: r.severity)]
+    widths = [max(len(x[c]) for x in [header, *body]) for c in range(len(header))]
+    fmt = lambda r: "  ".join(x.ljust(w) if c == 0 else x.rjust(w) for c, (x, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return "\n".join([f"probe: {metric}", fmt(header), "  ".join("-" * w for w in widths), *map(fmt, body)])
