@@ -188,6 +188,46 @@ def metric_scorer(name: str):
     raise LightningMetricsError(f"unknown metric {name!r}; choose from {baseline_names()}")
 
 
+def _score_parser() -> ArgumentParser:
+    p = _subparser("Score system outputs with a metric, per segment and per system.")
+    p.add_argument("--model", type=str, required=True, help="metric: bleu, chrf, rouge1/2/L, bertscore, bertscore_p, bertscore_r")
+    p.add_argument("-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line")
+    p.add_argument("-r", "--references", type=Optional[str], default=None, help="reference file, one segment per line")
+    p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
+    p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", type=str, default="cpu")
+    p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
+    p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
+    p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
+    p.add_argument("--on-invalid", choices=["error", "skip"], default="error")
+    return p
+
+
+def run_score(cfg) -> int:
+    from lightning_metrics.data.readers import read_parallel_text, read_ratings
+    from lightning_metrics.scoring import format_scores, load_metric, systems_from_table
+
+    metric = load_metric(cfg.model)
+    if cfg.data:
+        data = read_ratings(cfg.data, required=("mt", "ref"), on_invalid=cfg.on_invalid)
+        by_mt, by_ref, by_src = systems_from_table(data, cfg.data)
+        results = {name: metric.score(mt=lines, ref=by_ref[name], src=by_src[name], batch_size=cfg.batch_size, device=cfg.device) for name, lines in by_mt.items()}
+    else:
+        if not cfg.translations or not cfg.references:
+            raise LightningMetricsError("score needs -t SYSTEM_FILE [...] and -r REFERENCE_FILE, or --data FILE")
+        text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
+        results = {str(path): metric.score(mt=lines, ref=text["ref"], src=text["src"], batch_size=cfg.batch_size, device=cfg.device)
+                   for path, lines in zip(cfg.translations, text["mt"])}
+    print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
+    if cfg.json:
+        _write_json(cfg.json, {
+            "signature": next(iter(results.values())).signature,
+            "systems": {k: {"system_score": r.system_score, "scores": r.scores} for k, r in results.items()},
+        })
+    return 0
+
+
 def _quickstart_parser() -> ArgumentParser:
     p = _subparser("Run the main job on the embedded defaults.")
     p.add_argument("--out", type=str, default="runs/quickstart", help="folder for the quickstart's outputs")
@@ -218,6 +258,7 @@ COMMANDS = {
     "evaluate": (_evaluate_parser, run_evaluate, "correlate metrics with human ratings"),
     "bertscore-baseline": (_baseline_parser, run_baseline, "compute a BERTScore rescaling baseline for any encoder"),
     "generate": (_generate_parser, run_generate, "make synthetic training pairs from a corpus"),
+    "score": (_score_parser, run_score, "score system outputs with a metric"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
 }
