@@ -264,9 +264,13 @@ COMMANDS = {
 }
 
 
+LIGHTNING_COMMANDS = ("fit", "validate", "test")
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="lightning-metrics", description="Train learned text-generation metrics and score with them.")
     parser.add_argument("--version", action="version", version=f"lightning-metrics {__version__}")
+    parser.epilog = "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
     sub = parser.add_subcommands(dest="command")
     for name, (make, _, help_text) in COMMANDS.items():
         sub.add_subcommand(name, make(), help=help_text)
@@ -279,7 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
+    from_shell = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in LIGHTNING_COMMANDS:
+        from lightning_metrics.training import run_lightning
+
+        try:
+            return run_lightning(None if from_shell else argv)
+        except LightningMetricsError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     cfg = build_parser().parse_args(argv)
     _, run, _ = COMMANDS[cfg.command]
     try:

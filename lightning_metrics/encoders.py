@@ -79,6 +79,19 @@ def _load(name_or_path, model_kwargs: dict):
     raise EncoderNotFoundError(f"encoder {str(name_or_path)!r} not found; tried: " + "; ".join(tried))
 
 
+def load_tokenizer(name_or_path: str | os.PathLike = DEFAULT_ENCODER):
+    """The tokenizer alone (data modules need no model weights)."""
+    from transformers import AutoTokenizer
+
+    target = resolve_encoder(name_or_path)
+    if not Path(target).expanduser().is_dir() and _hub_offline():
+        return load_encoder(name_or_path)[1]  # the same error, listing what was tried
+    try:
+        return AutoTokenizer.from_pretrained(target)
+    except (OSError, ValueError) as e:
+        raise EncoderNotFoundError(f"tokenizer for encoder {str(name_or_path)!r} could not be loaded: {str(e).splitlines()[0]}") from None
+
+
 def encoder_layers(model) -> int:
     """Number of transformer layers (hidden states are this plus one, for the embeddings)."""
     return int(model.config.num_hidden_layers)

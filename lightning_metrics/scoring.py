@@ -98,10 +98,9 @@ def format_scores(results: dict[str, ScoreResult], quiet: bool = False, only_sys
 
 def systems_from_table(data, source: str) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, list[str] | None]]:
     """Split a ratings table into per-system mt, ref and src lists (``system`` column, else one system)."""
-    columns = data.column_names
-    systems = data["system"] if "system" in columns else ["data"] * data.num_rows
-    mt, ref = data["mt"], data["ref"] if "ref" in columns else None
-    src = data["src"] if "src" in columns else None
+    table = data.to_dict()
+    systems = table.get("system", ["data"] * data.num_rows)
+    mt, ref, src = table["mt"], table.get("ref"), table.get("src")
     if ref is None:
         raise InputError(source, "missing required column 'ref'")
     by_mt, by_ref, by_src = {}, {}, {}

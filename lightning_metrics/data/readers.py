@@ -81,7 +81,7 @@ def read_ratings(
     table = _rename(name, table, cmap)
     missing = [c for c in required if c not in table]
     if missing:
-        flag = ", ".join(f"{getattr(cmap, c)!r} (for {c})" if getattr(cmap, c) != c else repr(c) for c in missing)
+        flag = ", ".join(f"{getattr(cmap, c)!r} (for {c})" if getattr(cmap, c, c) != c else repr(c) for c in missing)
         raise InputError(name, f"missing required column {flag}; found columns {sorted(table)}")
     n_rows = len(next(iter(table.values())))
     if n_rows == 0:

@@ -1,0 +1,81 @@
+"""Batching for training: a length-bucketed sampler and collators with dynamic padding."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+
+
+class RowsDataset(Dataset):
+    """Rows of a column dict; item ``i`` is ``{column: value}`` plus its ``index``."""
+
+    def __init__(self, columns: dict[str, list]):
+        self.columns = columns
+        self.n = len(next(iter(columns.values()))) if columns else 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> dict:
+        row = {k: v[i] for k, v in self.columns.items()}
+        row["index"] = i
+        return row
+
+
+class LengthBucketSampler(Sampler[int]):
+    """Shuffled indices in which each run of ``batch_size`` has similar lengths.
+
+    The data is shuffled, cut into pools of ``batch_size * pool_batches``, each pool sorted by
+    length and cut into batches, and the batches shuffled. ``set_epoch`` (called by Lightning)
+    reseeds, so epoch e is the same on every run and after a resume.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50):
+        self.lengths = np.asarray(lengths)
+        self.batch_size, self.seed, self.pool = batch_size, seed, batch_size * pool_batches
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        rng = np.random.default_rng([self.seed, self.epoch])
+        order = rng.permutation(len(self.lengths))
+        batches = []
+        for start in range(0, len(order), self.pool):
+            pool = order[start : start + self.pool]
+            pool = pool[np.argsort(self.lengths[pool], kind="stable")]
+            batches += [pool[i : i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
+        for b in rng.permutation(len(batches)):
+            yield from batches[b].tolist()
+
+
+def _common(rows: list[dict], targets: Sequence[str], lp_ids: dict, system_ids: dict) -> dict:
+    out = {
+        "index": torch.tensor([r["index"] for r in rows], dtype=torch.long),
+        "lp": torch.tensor([lp_ids.get(r.get("lp"), -1) for r in rows], dtype=torch.long),
+        "system": torch.tensor([system_ids.get(r.get("system"), -1) for r in rows], dtype=torch.long),
+    }
+    if all(t in rows[0] for t in targets):
+        out["targets"] = torch.tensor([[float(r[t]) for t in targets] for r in rows], dtype=torch.float32)
+    return out
+
+
+class CrossEncoderCollate:
+    """Tokenise ``[CLS] ref [SEP] mt [SEP]`` with dynamic padding; truncation trims the longer side first."""
+
+    def __init__(self, tokenizer, max_length: int, targets: Sequence[str], lp_ids: dict, system_ids: dict):
+        self.tokenizer, self.max_length, self.targets = tokenizer, max_length, list(targets)
+        self.lp_ids, self.system_ids = lp_ids, system_ids
+
+    def __call__(self, rows: list[dict]) -> dict:
+        enc = self.tokenizer([r["ref"] for r in rows], [r["mt"] for r in rows], truncation="longest_first",
+                             max_length=self.max_length, padding=True, return_tensors="pt")
+        return {"inputs": dict(enc), **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+

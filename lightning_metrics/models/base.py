@@ -1,0 +1,275 @@
+"""`MetricModel`: what every trainable metric shares.
+
+- the encoder (``encoders.load_encoder``), a :class:`LayerMix` over all hidden layers, pooling;
+- AdamW with layer-wise learning-rate decay (top layer ``lr_encoder``, each layer below times
+  ``layerwise_decay``, embeddings lowest), a separate ``lr_head``, linear warm-up and decay;
+- the encoder frozen for the first ``nr_frozen_epochs`` (fractions allowed), embeddings
+  optionally frozen for the whole run;
+- target standardisation (statistics come from the data module and are saved in checkpoints);
+- validation that gathers predictions from every rank, drops the duplicates a distributed
+  sampler pads with, and logs Kendall/Pearson/Spearman per language pair and averaged, plus
+  system-level Pearson when systems are known. Correct under DDP by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Optional, Sequence
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+
+from lightning_metrics.correlation import kendall, pearson, spearman
+from lightning_metrics.encoders import load_encoder
+from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.models.modules import LayerMix, pool
+
+_LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
+
+
+class MetricModel(pl.LightningModule):
+    """Base class; subclasses define ``forward(batch) -> [B, n_targets]`` (standardised)."""
+
+    def __init__(
+        self,
+        encoder: str = "default",
+        targets: Sequence[str] = ("score",),
+        loss_weights: Optional[dict] = None,
+        lr_encoder: float = 2e-5,
+        lr_head: float = 3e-4,
+        layerwise_decay: float = 0.9,
+        weight_decay: float = 0.01,
+        warmup_ratio: float = 0.1,
+        nr_frozen_epochs: float = 0.0,
+        keep_embeddings_frozen: bool = False,
+        layer_mix: bool = True,
+        mix_dropout: float = 0.0,
+        pooling: str = "avg",
+        dropout: float = 0.1,
+        hidden_sizes: Sequence[int] = (256,),
+        init_from: Optional[str] = None,
+    ):
+        super().__init__()
+        self.save_hyperparameters()
+        self.targets = list(targets)
+        unknown = set(loss_weights or {}) - set(self.targets)
+        if unknown:
+            raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {self.targets}")
+        self.loss_weights = [float((loss_weights or {}).get(t, 1.0)) for t in self.targets]
+        self.encoder, _ = load_encoder(encoder)
+        self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
+        self.hidden_size = int(self.encoder.config.hidden_size)
+        self.n_layers = int(self.encoder.config.num_hidden_layers)
+        self.layer_mix = LayerMix(self.n_layers + 1, mix_dropout) if layer_mix else None
+        self.register_buffer("target_mean", torch.zeros(len(self.targets)))
+        self.register_buffer("target_std", torch.ones(len(self.targets)))
+        self.register_buffer("stats_ready", torch.tensor(False))
+        self._outputs: list[torch.Tensor] = []
+        if keep_embeddings_frozen:
+            self.encoder.get_input_embeddings().requires_grad_(False)
+            for name, p in self.encoder.named_parameters():
+                if name.startswith("embeddings"):
+                    p.requires_grad_(False)
+
+    def initialise_from(self, path: Optional[str]) -> None:
+        """Start from a Lightning checkpoint of any metric model (``init_from``).
+
+        Weights whose names and shapes match are copied. The last layer of the head is copied
+        row by row for the targets both models share, so a pre-trained multi-signal head hands
+        its ``score`` row to a fine-tuning head. Target statistics are not copied: fine-tuning
+        data brings its own. Reads with ``weights_only=True``: no pickled code runs.
+        """
+        if not path:
+            return
+        try:
+            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError) as e:
+            raise LightningMetricsError(f"init_from {path}: cannot read a checkpoint ({str(e).splitlines()[0]})") from None
+        state = checkpoint.get("state_dict", checkpoint)
+        old_targets = list(checkpoint.get("hyper_parameters", {}).get("targets", []))
+        own = self.state_dict()
+        copied = {}
+        for name, value in state.items():
+            if name in ("target_mean", "target_std", "stats_ready") or name not in own:
+                continue
+            if own[name].shape == value.shape:
+                copied[name] = value
+            elif name.startswith("head.") and old_targets and own[name].shape[1:] == value.shape[1:]:
+                rows = own[name].clone()
+                for j, target in enumerate(self.targets):
+                    if target in old_targets:
+                        rows[j] = value[old_targets.index(target)]
+                copied[name] = rows
+        if not any(k.startswith("encoder.") for k in copied):
+            raise LightningMetricsError(f"init_from {path}: no encoder weights match this model's encoder")
+        self.load_state_dict(copied, strict=False)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        _register_hidden_state_capture(self.encoder)
+
+    # -- encoding ----------------------------------------------------------------------------
+    def embed(self, inputs: dict) -> torch.Tensor:
+        """Pooled sentence (or pair) vectors [B, H] from tokenised ``inputs``."""
+        out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None)
+        tokens = self.layer_mix(out.hidden_states) if self.layer_mix is not None else out.last_hidden_state
+        return pool(tokens, inputs["attention_mask"], self.hparams.pooling)
+
+    def scores_from(self, standardised: torch.Tensor) -> torch.Tensor:
+        """The metric's score (first target) on the scale of the training data."""
+        return standardised[:, 0].float() * self.target_std[0] + self.target_mean[0]
+
+    # -- set-up --------------------------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        if dm is None:
+            return
+        if getattr(dm, "encoder", self.hparams.encoder) != self.hparams.encoder:
+            raise LightningMetricsError(f"model.encoder is {self.hparams.encoder!r} but data.encoder is {dm.encoder!r}; set both to the same encoder")
+        if list(dm.targets) != self.targets:
+            raise LightningMetricsError(f"model.targets {self.targets} differ from data.targets {list(dm.targets)}")
+        if stage == "fit" and not bool(self.stats_ready):
+            self.target_mean.copy_(torch.tensor(dm.target_mean))
+            self.target_std.copy_(torch.tensor(dm.target_std))
+            self.stats_ready.fill_(True)
+
+    # -- optimisation --------------------------------------------------------------------------
+    def parameter_groups(self) -> list[dict]:
+        """AdamW groups: layer-wise decayed encoder LRs (embeddings lowest), the head at ``lr_head``."""
+        hp = self.hparams
+        groups: dict[tuple[float, float], list] = {}
+        for name, param in self.named_parameters():
+            if name.startswith("encoder."):
+                if hp.keep_embeddings_frozen and name.startswith("encoder.embeddings"):
+                    continue  # frozen for the whole run: not optimised at all
+                lr = self._encoder_lr(name[len("encoder."):])
+            else:
+                lr = hp.lr_head
+            decay = 0.0 if param.ndim == 1 else hp.weight_decay  # no decay on biases and norms
+            groups.setdefault((lr, decay), []).append(param)
+        return [{"params": ps, "lr": lr, "weight_decay": wd} for (lr, wd), ps in groups.items()]
+
+    def _encoder_lr(self, name: str) -> float:
+        hp = self.hparams
+        if name.startswith("embeddings"):
+            return hp.lr_encoder * hp.layerwise_decay ** self.n_layers
+        match = _LAYER.search(name)
+        if match:
+            return hp.lr_encoder * hp.layerwise_decay ** (self.n_layers - 1 - int(match.group(1)))
+        return hp.lr_encoder
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.parameter_groups())
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = int(self.hparams.warmup_ratio * total)
+
+        def schedule(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / (warmup + 1)
+            return max(0.0, (total - step) / max(1, total - warmup))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def on_train_batch_start(self, batch, batch_idx: int) -> None:
+        # reseed torch from (seed, epoch, batch): a resumed run draws the same dropout masks as
+        # one that never stopped, whatever else consumed random numbers in between
+        seed = int(os.environ.get("PL_GLOBAL_SEED", 0))
+        torch.manual_seed((seed * 1_000_003 + self.current_epoch * 100_003 + batch_idx) % 2**63)
+        n_batches = self.trainer.num_training_batches
+        progress = self.current_epoch + (batch_idx / n_batches if n_batches and math.isfinite(n_batches) else 0.0)
+        trainable = progress >= self.hparams.nr_frozen_epochs
+        for name, param in self.encoder.named_parameters():
+            if self.hparams.keep_embeddings_frozen and name.startswith("embeddings"):
+                continue
+            param.requires_grad_(trainable)
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        pred = self(batch).float()
+        target = (batch["targets"] - self.target_mean) / self.target_std
+        losses = ((pred - target) ** 2).mean(dim=0)
+        loss = sum(w * l for w, l in zip(self.loss_weights, losses))
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(target))
+        if len(self.targets) > 1:
+            for name, value in zip(self.targets, losses):
+                self.log(f"train_mse/{name}", value, batch_size=len(target))
+        return loss
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        scores = self.scores_from(self(batch))
+        human = batch["targets"][:, 0].float()
+        self._outputs.append(torch.stack([batch["index"].float(), scores, human, batch["lp"].float(), batch["system"].float()], dim=1))
+
+    test_step = validation_step
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_correlations("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_correlations("test")
+
+    def gathered_outputs(self) -> np.ndarray:
+        """All ranks' ``[index, score, human, lp, system]`` rows, each index once, sorted by index."""
+        local = torch.cat(self._outputs) if self._outputs else torch.zeros(0, 5, device=self.device)
+        self._outputs.clear()
+        everything = self.all_gather(local)
+        rows = everything.reshape(-1, 5).double().cpu().numpy()
+        _, first = np.unique(rows[:, 0], return_index=True)  # a DistributedSampler pads with repeats
+        return rows[first]
+
+    def _log_correlations(self, prefix: str) -> None:
+        rows = self.gathered_outputs()
+        if len(rows) < 2:
+            return
+        dm = getattr(self.trainer, "datamodule", None)
+        lp_names = list(getattr(dm, "lp_names", []) or [])
+        stats = correlations_by_group(rows, lp_names)
+        for key, value in stats.items():
+            self.log(f"{prefix}_{key}", value, prog_bar=key == "kendall", sync_dist=False, rank_zero_only=False)
+
+
+def _register_hidden_state_capture(encoder) -> None:
+    """transformers 5 records ``hidden_states`` through a per-process registry that model
+    construction fills; a model unpickled in a spawned DDP worker was never constructed there,
+    so register it again (else ``hidden_states`` comes back None)."""
+    try:
+        from transformers.utils.output_capturing import _CAN_RECORD_REGISTRY
+    except ImportError:  # older transformers record hidden states without a registry
+        return
+    for module in encoder.modules():
+        if hasattr(module, "_can_record_outputs") and getattr(module, "_can_record_outputs", None):
+            _CAN_RECORD_REGISTRY[module] = module._can_record_outputs
+
+
+def correlations_by_group(rows: np.ndarray, lp_names: Sequence[str]) -> dict[str, float]:
+    """Kendall/Pearson/Spearman per language pair and averaged, and system-level Pearson.
+
+    ``rows`` are ``[index, score, human, lp id, system id]``; ids of -1 mean unknown.
+    """
+    out: dict[str, float] = {}
+    per = {"kendall": [], "pearson": [], "spearman": [], "sys_pearson": []}
+    for lp in np.unique(rows[:, 3]):
+        sel = rows[rows[:, 3] == lp]
+        name = lp_names[int(lp)] if 0 <= lp < len(lp_names) else "all"
+        for stat, fn in (("kendall", kendall), ("pearson", pearson), ("spearman", spearman)):
+            value = fn(sel[:, 1], sel[:, 2])
+            per[stat].append(value)
+            if len(lp_names) > 1:
+                out[f"{stat}/{name}"] = value
+        systems = sel[:, 4]
+        if (systems >= 0).all() and len(np.unique(systems)) > 1:
+            ids = np.unique(systems)
+            ms = [sel[systems == s, 1].mean() for s in ids]
+            hs = [sel[systems == s, 2].mean() for s in ids]
+            per["sys_pearson"].append(pearson(ms, hs))
+    for stat, values in per.items():
+        finite = [v for v in values if math.isfinite(v)]
+        if finite:
+            out[stat] = float(np.mean(finite))
+    return out

@@ -1,0 +1,56 @@
+"""`lightning-metrics fit | validate | test --config ...`: LightningCLI over our models and data.
+
+Precision defaults to bf16-mixed on a GPU and 32 on CPU (``trainer.precision: null``), and a
+W&B logger stays offline unless ``WANDB_MODE`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from pytorch_lightning.cli import LightningCLI
+
+from lightning_metrics.data.modules import MetricDataModule
+from lightning_metrics.models.base import MetricModel
+
+
+class MetricsCLI(LightningCLI):
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        trainer = config.trainer
+        if trainer.get("precision") is None:
+            accelerator = str(trainer.get("accelerator") or "auto")
+            gpu = torch.cuda.is_available() and accelerator in ("auto", "gpu", "cuda")
+            trainer.precision = "bf16-mixed" if gpu else "32-true"
+        _check_data_paths(config)
+        loggers = trainer.get("logger")
+        for logger in loggers if isinstance(loggers, list) else [loggers]:
+            if getattr(logger, "class_path", "").endswith("WandbLogger"):
+                logger.init_args.offline = os.environ.get("WANDB_MODE", "offline") != "online"
+
+
+def _check_data_paths(config) -> None:
+    """Fail before anything is built when a data path in the config does not exist."""
+    import glob
+
+    from lightning_metrics.errors import InputError
+
+    data = config.get("data")
+    args = data.get("init_args") if data is not None and hasattr(data, "get") else None
+    if args is None:
+        return
+    for key in ("train", "val", "data"):
+        value = args.get(key)
+        if isinstance(value, str) and not Path(value).exists() and not glob.glob(value):
+            raise InputError(value, f"data file not found (data.init_args.{key})")
+
+
+def run_lightning(argv: list[str] | None) -> int:
+    """Run a LightningCLI subcommand (``fit``, ``validate``, ``test``); ``argv=None`` reads ``sys.argv``."""
+    MetricsCLI(
+        MetricModel, MetricDataModule, subclass_mode_model=True, subclass_mode_data=True,
+        args=argv, save_config_kwargs={"overwrite": True}, seed_everything_default=0,
+    )
+    return 0
