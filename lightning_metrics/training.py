@@ -1,7 +1,8 @@
 """`lightning-metrics fit | validate | test --config ...`: LightningCLI over our models and data.
 
-Precision defaults to bf16-mixed on a GPU and 32 on CPU (``trainer.precision: null``), and a
-W&B logger stays offline unless ``WANDB_MODE`` says otherwise.
+Precision defaults to bf16-mixed on a GPU and 32 on CPU (``trainer.precision: null``), a
+W&B logger stays offline unless ``WANDB_MODE`` says otherwise, and ``ddp``/``ddp_spawn`` become
+their ``find_unused_parameters_true`` variants while ``nr_frozen_epochs`` freezes the encoder.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ class MetricsCLI(LightningCLI):
             gpu = torch.cuda.is_available() and accelerator in ("auto", "gpu", "cuda")
             trainer.precision = "bf16-mixed" if gpu else "32-true"
         _check_data_paths(config)
+        frozen = float(config.model.init_args.get("nr_frozen_epochs") or 0) if config.get("model") else 0.0
+        if frozen > 0 and trainer.get("strategy") in ("ddp", "ddp_spawn"):
+            # a frozen encoder yields no gradients for a while: DDP must be told to expect that
+            trainer.strategy = f"{trainer.strategy}_find_unused_parameters_true"
         loggers = trainer.get("logger")
         for logger in loggers if isinstance(loggers, list) else [loggers]:
             if getattr(logger, "class_path", "").endswith("WandbLogger"):

@@ -77,3 +77,19 @@ def da_rows():
     with DA_FILE.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         return [row for _, row in zip(range(200), reader)]
+
+
+def _write_csv(path: Path, rows: list[dict]) -> Path:
+    import csv
+
+    with Path(path).open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def write_csv():
+    """``write_csv(path, rows)``: rows (dicts) to a CSV file with a header; returns the path."""
+    return _write_csv

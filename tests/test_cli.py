@@ -1,6 +1,5 @@
 """The `lightning-metrics` command: evaluate on real data, bad input from the CLI, quickstart."""
 
-import csv
 import json
 import re
 import subprocess
@@ -13,12 +12,8 @@ from scipy import stats
 from lightning_metrics.cli import main
 
 
-def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, capsys):
-    data = tmp_path / "da.csv"
-    with data.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(da_rows[0]))
-        writer.writeheader()
-        writer.writerows(da_rows)
+def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, capsys, write_csv):
+    data = write_csv(tmp_path / "da.csv", da_rows)
     out = tmp_path / "out.json"
     assert main(["evaluate", "--data", str(data), "--metrics", "bleu", "chrf", "--group", "lp", "--bootstrap", "20", "--json", str(out)]) == 0
     table = capsys.readouterr().out

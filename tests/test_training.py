@@ -21,19 +21,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def ratings(tmp_path_factory, da_rows):
+def ratings(tmp_path_factory, da_rows, write_csv):
     """Real DA rows as small CSV files: 64 rows, and 48 + 31 rows in separate documents."""
     folder = tmp_path_factory.mktemp("ratings")
-
-    def write(name, rows):
-        path = folder / name
-        with path.open("w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        return path
-
-    return {"64": write("r64.csv", da_rows[:64]), "train": write("train.csv", da_rows[:48]), "val": write("val.csv", da_rows[100:131])}
+    return {"64": write_csv(folder / "r64.csv", da_rows[:64]), "train": write_csv(folder / "train.csv", da_rows[:48]),
+            "val": write_csv(folder / "val.csv", da_rows[100:131])}
 
 
 def trainer(**kwargs):
@@ -85,12 +77,8 @@ def test_encoder_freezing(tiny_encoder, ratings, frozen_epochs, encoder_moves):
     assert not torch.equal(before["head.0.weight"], after["head.0.weight"])
 
 
-def test_document_split_keeps_documents_whole(da_rows, tmp_path, tiny_encoder):
-    path = tmp_path / "r.csv"
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(da_rows[0]))
-        writer.writeheader()
-        writer.writerows(da_rows)
+def test_document_split_keeps_documents_whole(da_rows, tmp_path, tiny_encoder, write_csv):
+    path = write_csv(tmp_path / "r.csv", da_rows)
     dm = RatingsDataModule(train=str(path), val_fraction=0.2, encoder=str(tiny_encoder))
     dm.setup("fit")
     train_docs = {(lp, d) for lp, d in zip(dm.train_rows["lp"], dm.train_rows["doc_id"])}

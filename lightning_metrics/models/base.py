@@ -71,7 +71,6 @@ class MetricModel(pl.LightningModule):
         self.register_buffer("stats_ready", torch.tensor(False))
         self._outputs: list[torch.Tensor] = []
         if keep_embeddings_frozen:
-            self.encoder.get_input_embeddings().requires_grad_(False)
             for name, p in self.encoder.named_parameters():
                 if name.startswith("embeddings"):
                     p.requires_grad_(False)
