@@ -4,4 +4,11 @@ __version__ = "0.1.0"
 
 from lightning_metrics.errors import EncoderNotFoundError, InputError, LightningMetricsError  # noqa: E402
 
-__all__ = ["EncoderNotFoundError", "InputError", "LightningMetricsError", "__version__"]
+__all__ = ["EncoderNotFoundError", "InputError", "LightningMetricsError", "__version__", "load_metric"]
+
+
+def load_metric(name_or_path: str, **options):
+    """A metric by exported folder or built-in name; see :func:`lightning_metrics.scoring.load_metric`."""
+    from lightning_metrics.scoring import load_metric as _load
+
+    return _load(name_or_path, **options)

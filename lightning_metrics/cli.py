@@ -156,7 +156,7 @@ def run_generate(cfg) -> int:
 
 def _probe_parser() -> ArgumentParser:
     p = _subparser("Audit a metric: how often does it score each perturbation below the unchanged reference?")
-    p.add_argument("--metric", type=str, required=True, help="a built-in metric name (bleu, chrf, bertscore, ...)")
+    p.add_argument("--metric", type=str, required=True, help="a built-in metric name (bleu, chrf, bertscore, ...) or an exported metric folder")
     p.add_argument("--corpus", type=Optional[str], default=None, help="sentences (default: WordNet's example sentences)")
     p.add_argument("--column", type=Optional[str], default=None)
     p.add_argument("--n", type=int, default=300, help="sentences per perturbation")
@@ -180,17 +180,16 @@ def run_probe(cfg) -> int:
 
 
 def metric_scorer(name: str):
-    """``score(mt, ref) -> list[float]`` for a metric name."""
-    from lightning_metrics.baselines import baseline_names, baseline_scores
+    """``score(mt, ref) -> list[float]`` for a built-in metric name or an exported folder."""
+    from lightning_metrics.scoring import load_metric
 
-    if name in baseline_names():
-        return lambda mt, ref: baseline_scores([name], mt, ref)[name]
-    raise LightningMetricsError(f"unknown metric {name!r}; choose from {baseline_names()}")
+    metric = load_metric(name)
+    return lambda mt, ref: metric.score(mt=mt, ref=ref).scores
 
 
 def _score_parser() -> ArgumentParser:
     p = _subparser("Score system outputs with a metric, per segment and per system.")
-    p.add_argument("--model", type=str, required=True, help="metric: bleu, chrf, rouge1/2/L, bertscore, bertscore_p, bertscore_r")
+    p.add_argument("--model", type=str, required=True, help="an exported metric folder, or bleu, chrf, rouge1/2/L, bertscore, bertscore_p, bertscore_r")
     p.add_argument("-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line")
     p.add_argument("-r", "--references", type=Optional[str], default=None, help="reference file, one segment per line")
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
@@ -228,6 +227,24 @@ def run_score(cfg) -> int:
     return 0
 
 
+def _export_parser() -> ArgumentParser:
+    p = _subparser("Export a trained checkpoint as a self-contained metric folder.")
+    p.add_argument("checkpoint", type=str, help="a Lightning .ckpt from fit")
+    p.add_argument("--out", type=str, required=True, help="target folder, e.g. checkpoints/my-metric")
+    p.add_argument("--force", type=bool, default=False, help="replace an existing folder")
+    return p
+
+
+def run_export(cfg) -> int:
+    from lightning_metrics.export import export_checkpoint
+
+    if not Path(cfg.checkpoint).is_file():
+        raise LightningMetricsError(f"{cfg.checkpoint}: checkpoint file not found")
+    folder = export_checkpoint(cfg.checkpoint, cfg.out, force=cfg.force)
+    print(f"exported {cfg.checkpoint} -> {folder}")
+    return 0
+
+
 def _quickstart_parser() -> ArgumentParser:
     p = _subparser("Run the main job on the embedded defaults.")
     p.add_argument("--out", type=str, default="runs/quickstart", help="folder for the quickstart's outputs")
@@ -259,6 +276,7 @@ COMMANDS = {
     "bertscore-baseline": (_baseline_parser, run_baseline, "compute a BERTScore rescaling baseline for any encoder"),
     "generate": (_generate_parser, run_generate, "make synthetic training pairs from a corpus"),
     "score": (_score_parser, run_score, "score system outputs with a metric"),
+    "export": (_export_parser, run_export, "export a trained checkpoint as a self-contained metric folder"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
 }

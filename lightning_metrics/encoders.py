@@ -34,11 +34,21 @@ def _hub_offline() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, **model_kwargs):
+def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: bool = True, **model_kwargs):
     """Return ``(model, tokenizer)`` for an encoder: ``"default"``, a local folder, or a hub name.
 
-    Raises :class:`EncoderNotFoundError` listing every place that was tried.
+    ``weights=False`` builds the architecture from the folder's ``config.json`` without loading
+    weights (an exported metric brings its own). Raises :class:`EncoderNotFoundError` listing
+    every place that was tried.
     """
+    if not weights:
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        try:
+            config = AutoConfig.from_pretrained(str(name_or_path))
+            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(str(name_or_path))
+        except (OSError, ValueError) as e:
+            raise EncoderNotFoundError(f"encoder config in {name_or_path} could not be loaded: {str(e).splitlines()[0]}") from None
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()

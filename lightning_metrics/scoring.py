@@ -7,6 +7,7 @@ score (the mean of the segments), and a signature that says how the numbers were
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -72,10 +73,88 @@ class BaselineMetric:
         return ScoreResult(scores=list(values), system_score=float(np.mean(values)) if values else float("nan"), signature=self.signature)
 
 
-def load_metric(name_or_path: str, **options) -> BaselineMetric:
-    """A metric by name: ``bleu``, ``chrf``, ``rouge1``/``rouge2``/``rougeL``, ``bertscore`` (F1),
-    ``bertscore_p``, ``bertscore_r``. ``options`` go to the metric (for BERTScore:
-    ``bertscore={"model": ..., "layer": ...}``)."""
+class LearnedMetric:
+    """An exported metric folder (see :mod:`lightning_metrics.export`), loaded for scoring.
+
+    Reads ``metric.json``, ``model.safetensors``, ``config.json`` and the tokenizer files; never
+    a pickle. Scoring sorts pairs by length, runs under ``inference_mode`` (bf16 autocast on
+    CUDA) and returns scores in input order.
+    """
+
+    needs_ref = True
+
+    def __init__(self, path: str | Path):
+        import json
+
+        from safetensors.torch import load_file
+
+        from lightning_metrics.export import FORMAT_VERSION, _families, folder_hash
+
+        self.path = Path(path)
+        meta_path = self.path / "metric.json"
+        if not meta_path.is_file():
+            raise InputError(str(self.path), "not an exported metric folder (no metric.json)")
+        try:
+            self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InputError(str(meta_path), f"unreadable metric.json ({e.msg})") from None
+        version = self.meta.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise InputError(str(self.path), f"format version {version} is newer than this code reads ({FORMAT_VERSION}); upgrade lightning-metrics")
+        family = _families().get(self.meta.get("family"))
+        if family is None:
+            raise InputError(str(self.path), f"unknown metric family {self.meta.get('family')!r}")
+        self.needs_src = "src" in self.meta.get("inputs", [])
+        self.model = family(**{**self.meta["hyper_parameters"], "encoder": str(self.path), "targets": self.meta["targets"]})
+        self.model.load_state_dict(load_file(self.path / "model.safetensors"))
+        self.model.eval()
+        self.tokenizer = self.model_tokenizer()
+        self.signature = f"{self.path.name}|hash:{folder_hash(self.path)}|family:{self.meta['family']}|lightning-metrics:{__version__}"
+
+    def model_tokenizer(self):
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(self.path))
+
+    def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None,
+              batch_size: int = 64, device: str = "cpu") -> ScoreResult:
+        """Segment scores for (mt, ref) pairs in input order, and their mean."""
+        import torch
+
+        from lightning_metrics.data.batching import CrossEncoderCollate
+
+        if ref is None:
+            raise LightningMetricsError(f"{self.path.name} needs references (ref=...)")
+        if self.needs_src and src is None:
+            raise LightningMetricsError(f"{self.path.name} needs sources (src=... or -s FILE)")
+        if len(mt) != len(ref) or (src is not None and len(src) != len(mt)):
+            raise LightningMetricsError(f"inputs differ in length: {len(mt)} mt, {len(ref)} ref" + ("" if src is None else f", {len(src)} src"))
+        target = torch.device(device)
+        self.model.to(target)
+        collate = CrossEncoderCollate(self.tokenizer, min(256, int(self.tokenizer.model_max_length)), [], {}, {})
+        order = sorted(range(len(mt)), key=lambda i: len(mt[i]) + len(ref[i]))
+        out = np.zeros(len(mt))
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if target.type == "cuda" else torch.autocast("cpu", enabled=False)
+        with torch.inference_mode(), autocast:
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                batch = collate([{"mt": mt[i], "ref": ref[i], "index": i} for i in idx])
+                batch["inputs"] = {k: v.to(target) for k, v in batch["inputs"].items()}
+                out[idx] = self.model.scores_from(self.model(batch)).float().cpu().numpy()
+        return ScoreResult(scores=out.tolist(), system_score=float(out.mean()) if len(out) else float("nan"), signature=self.signature)
+
+
+def load_metric(name_or_path: str, **options) -> BaselineMetric | LearnedMetric:
+    """A metric by folder or name.
+
+    A folder written by ``lightning-metrics export`` loads as a :class:`LearnedMetric`. Names:
+    ``bleu``, ``chrf``, ``rouge1``/``rouge2``/``rougeL``, ``bertscore`` (F1), ``bertscore_p``,
+    ``bertscore_r``; ``options`` go to those (for BERTScore: ``bertscore={"model": ...}``).
+    """
+    if Path(str(name_or_path)).is_dir():
+        return LearnedMetric(name_or_path)
+    if str(name_or_path) not in baseline_names():
+        raise LightningMetricsError(f"unknown metric {str(name_or_path)!r}: not an exported metric folder, nor a built-in metric {baseline_names()}")
     return BaselineMetric(str(name_or_path), **options)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
@@ -59,7 +60,8 @@ class MetricModel(pl.LightningModule):
         if unknown:
             raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {self.targets}")
         self.loss_weights = [float((loss_weights or {}).get(t, 1.0)) for t in self.targets]
-        self.encoder, _ = load_encoder(encoder)
+        exported = (Path(str(encoder)) / "metric.json").is_file()  # an export carries its own weights
+        self.encoder, _ = load_encoder(encoder, weights=not exported)
         self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
@@ -107,6 +109,9 @@ class MetricModel(pl.LightningModule):
         if not any(k.startswith("encoder.") for k in copied):
             raise LightningMetricsError(f"init_from {path}: no encoder weights match this model's encoder")
         self.load_state_dict(copied, strict=False)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["metric_family"] = type(self).__name__  # which class export rebuilds
 
     def __setstate__(self, state) -> None:
         super().__setstate__(state)
