@@ -1,6 +1,7 @@
 """BLEURT-style regressor on real DA ratings: does synthetic pre-training help? Against chrF and BERTScore.
 
     .venv/bin/python benchmarks/bleurt_wmt.py [--sentences 5000] [--pairs 4] [--finetune-batches 300] [--out runs/bench_bleurt]
+        [--pretrained runs/bench_bleurt/pretrain.ckpt]   # reuse stage 1 from an earlier run
 
 1. ``generate`` synthetic pairs from the default corpus (WordNet examples), all signals;
 2. pre-train the regressor on them (one epoch, every signal a target);
@@ -58,10 +59,17 @@ def main() -> None:
     parser.add_argument("--finetune-batches", type=int, default=300, help="optimizer steps of fine-tuning (batch 32)")
     parser.add_argument("--out", default="runs/bench_bleurt")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pretrained", default=None, help="reuse a pre-training checkpoint from an earlier run (skips steps 1-2)")
     args = parser.parse_args()
     out = Path(args.out)
     times = {}
+    pretrained = Path(args.pretrained) if args.pretrained else out / "pretrain.ckpt"
+    if not args.pretrained:
+        pretrain(args, out, times)
+    run_finetuning(args, out, times, pretrained)
 
+
+def pretrain(args, out: Path, times: dict) -> None:
     start = time.perf_counter()
     columns = generate(example_sentences()[: args.sentences], Recipe(), args.pairs, args.seed, num_proc=os.cpu_count() or 1, progress=False)
     write_dataset(columns, out / "synthetic", (0, 1), {"seed": args.seed})
@@ -76,10 +84,13 @@ def main() -> None:
     t.fit(pre, pre_dm)
     t.save_checkpoint(out / "pretrain.ckpt")
     times["pretrain"] = time.perf_counter() - start
-    print(f"pre-trained in {times['pretrain']:.0f} s; synthetic dev kendall {float(t.callback_metrics['val_kendall']):.4f}", flush=True)
+    print(f"pre-trained on {len(pre_dm.train_rows['mt'])} pairs in {times['pretrain']:.0f} s; "
+          f"synthetic dev kendall {float(t.callback_metrics['val_kendall']):.4f}", flush=True)
 
+
+def run_finetuning(args, out: Path, times: dict, pretrained: Path) -> None:
     results = {}
-    for name, init in (("bleurt (pretrained)", str(out / "pretrain.ckpt")), ("bleurt (no pretraining)", None)):
+    for name, init in (("bleurt (pretrained)", str(pretrained)), ("bleurt (no pretraining)", None)):
         pl.seed_everything(args.seed)
         start = time.perf_counter()
         dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed)
@@ -104,7 +115,7 @@ def main() -> None:
         taus = [kendall(scores[lps == n], human[lps == n]) for n in names]
         print(f"{metric:<26}" + "".join(f"{t:>9.4f}" for t in taus) + f"{np.mean(taus):>9.4f}")
     print("\nwall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
-    print(f"budget: pre-training 1 epoch over {len(pre_dm.train_rows['mt'])} pairs; fine-tuning {args.finetune_batches} steps of 32 rows; "
+    print(f"budget: fine-tuning {args.finetune_batches} steps of 32 rows from {pretrained} or from the plain encoder; "
           f"bf16 autocast on {torch.get_num_threads()} CPU threads")
 
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import pytorch_lightning as pl
+import torch
 
 from lightning_metrics import load_metric
 from lightning_metrics.cli import main
@@ -113,3 +114,14 @@ def test_bad_folders(trained, tmp_path, capsys):
         load_metric(str(out))
     assert main(["score", "--model", str(tmp_path / "plain"), "-t", __file__, "-r", __file__]) == 2
     assert "not an exported metric folder (no metric.json)" in capsys.readouterr().err
+
+
+def test_fine_tuning_can_start_from_an_export(trained, tmp_path, tiny_encoder):
+    ckpt, _ = trained
+    out = tmp_path / "base"
+    assert main(["export", str(ckpt), "--out", str(out)]) == 0
+    exported = load_metric(str(out)).model
+    tuned = BleurtRegressor(encoder=str(tiny_encoder), init_from=str(out))
+    for name, value in exported.state_dict().items():
+        if name.startswith(("encoder.", "head.", "layer_mix.")):
+            assert torch.equal(tuned.state_dict()[name], value), name

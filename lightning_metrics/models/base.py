@@ -78,7 +78,7 @@ class MetricModel(pl.LightningModule):
                     p.requires_grad_(False)
 
     def initialise_from(self, path: Optional[str]) -> None:
-        """Start from a Lightning checkpoint of any metric model (``init_from``).
+        """Start from a Lightning checkpoint of any metric model, or an exported metric folder (``init_from``).
 
         Weights whose names and shapes match are copied. The last layer of the head is copied
         row by row for the targets both models share, so a pre-trained multi-signal head hands
@@ -87,12 +87,20 @@ class MetricModel(pl.LightningModule):
         """
         if not path:
             return
-        try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-        except (OSError, RuntimeError) as e:
-            raise LightningMetricsError(f"init_from {path}: cannot read a checkpoint ({str(e).splitlines()[0]})") from None
-        state = checkpoint.get("state_dict", checkpoint)
-        old_targets = list(checkpoint.get("hyper_parameters", {}).get("targets", []))
+        if (Path(path) / "metric.json").is_file():  # an exported folder: safetensors + JSON, no pickle
+            import json
+
+            from safetensors.torch import load_file
+
+            state = load_file(Path(path) / "model.safetensors")
+            old_targets = list(json.loads((Path(path) / "metric.json").read_text(encoding="utf-8")).get("targets", []))
+        else:
+            try:
+                checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+            except (OSError, RuntimeError) as e:
+                raise LightningMetricsError(f"init_from {path}: cannot read a checkpoint ({str(e).splitlines()[0]})") from None
+            state = checkpoint.get("state_dict", checkpoint)
+            old_targets = list(checkpoint.get("hyper_parameters", {}).get("targets", []))
         own = self.state_dict()
         copied = {}
         for name, value in state.items():
