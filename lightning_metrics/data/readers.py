@@ -195,12 +195,14 @@ def _load_columns(name: str, split: str) -> dict[str, list]:
     return _load_hub_dataset(name, split)
 
 
-def _read_text(name: str) -> str:
+def _read_text(name: str, allow_empty: bool = False) -> str:
+    """The file decoded as UTF-8; undecodable bytes are an error naming the row (a table's
+    record, else the line)."""
     try:
         data = Path(name).read_bytes()
     except OSError as e:
         raise InputError(name, f"cannot read file: {e.strerror or e}") from None
-    if not data.strip():
+    if not allow_empty and not data.strip():
         raise InputError(name, "empty file")
     try:
         return data.decode("utf-8-sig")
@@ -301,23 +303,11 @@ def _dataset_columns(name: str, ds, split: str) -> dict[str, list]:
 
 
 def _read_lines(path: str) -> list[str]:
-    text = _read_text_allow_empty(path)
+    text = _read_text(path, allow_empty=True)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line.rstrip("\r") for line in lines]
-
-
-def _read_text_allow_empty(path: str) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(path, f"cannot read file: {e.strerror or e}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise InputError(path, f"undecodable bytes (not UTF-8) at byte {e.start}", row=line) from None
 
 
 # --- validation ----------------------------------------------------------------------------
