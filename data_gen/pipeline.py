@@ -244,10 +244,6 @@ def run(
         refs, source = example_sentences(), "WordNet example sentences"
     else:
         refs, srcs, source = *_read_with_src(corpus, column, read_corpus), corpus
-        if srcs is not None:
-            empty = next((k for k, x in enumerate(srcs) if not isinstance(x, str) or not x.strip()), None)
-            if empty is not None:
-                raise InputError(corpus, "empty src text", row=empty + 1)
     if max_sentences is not None:
         refs, srcs = refs[:max_sentences], None if srcs is None else srcs[:max_sentences]
     validate_corpus(source, refs, recipe.max_words)
@@ -267,11 +263,22 @@ def run(
 
 
 def _read_with_src(corpus: str, column: str | None, read_corpus) -> tuple[list[str], list[str] | None]:
-    """Plain text: no sources. A table with a ``src`` column keeps it beside each reference."""
+    """Plain text: no sources. A table with a ``src`` column keeps it beside each reference.
+
+    A table's repeated (ref, src) rows count once: a ratings file holds every reference once
+    per rated system.
+    """
     from lightning_metrics.data.readers import TABLE_SUFFIXES, read_columns
 
     path = Path(corpus)
     if path.is_file() and path.suffix.lower() not in TABLE_SUFFIXES:
         return read_corpus(corpus), None
     table = read_columns(corpus)
-    return read_corpus(corpus, column=column, table=table), table.get("src")
+    refs, srcs = read_corpus(corpus, column=column, table=table), table.get("src")
+    if srcs is not None:
+        empty = next((k for k, x in enumerate(srcs) if not isinstance(x, str) or not x.strip()), None)
+        if empty is not None:
+            raise InputError(corpus, "empty src text", row=empty + 1)
+    keys = list(zip(refs, srcs)) if srcs is not None else [(r, None) for r in refs]
+    unique = list(dict.fromkeys(keys))
+    return [r for r, _ in unique], None if srcs is None else [s for _, s in unique]

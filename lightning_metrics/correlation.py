@@ -2,7 +2,8 @@
 
 Segment level: Pearson, Spearman and Kendall tau-b over segments. System level: the mean per
 system, then Pearson and Kendall across systems. Everything can be grouped by a column (for
-example ``lp``), and seeded bootstrap 95% confidence intervals resample segments.
+example ``lp``), and seeded bootstrap 95% confidence intervals resample segments. For
+relative-ranking data, :func:`darr_kendall` is WMT's DARR variant.
 """
 
 from __future__ import annotations
@@ -193,5 +194,16 @@ def correlate_metrics(
     return out
 
 
-def _correlate_task(tasks: list[tuple]) -> list[Correlations]:
-    return [correlate(*task) for task in tasks]
+def darr_kendall(better: Sequence[float], worse: Sequence[float]) -> float:
+    """WMT DARR Kendall-like tau over relative-ranking pairs: (concordant - discordant) / total.
+
+    Pair i is concordant when the metric scores the human-preferred output higher
+    (``better[i] > worse[i]``); a tie counts as discordant, as in WMT's DARR.
+    """
+    b, w = np.asarray(better, dtype=float), np.asarray(worse, dtype=float)
+    if len(b) != len(w):
+        raise ValueError(f"length mismatch: {len(b)} better vs {len(w)} worse scores")
+    if not len(b):
+        return math.nan
+    concordant = int((b > w).sum())
+    return (concordant - (len(b) - concordant)) / len(b)

@@ -25,9 +25,9 @@ FORMAT_VERSION = 1
 
 
 def _families() -> dict:
-    from lightning_metrics.models import BleurtRegressor
+    from lightning_metrics import models
 
-    return {"BleurtRegressor": BleurtRegressor}
+    return {name: getattr(models, name) for name in ("BleurtRegressor", "CometEstimator", "CometReferenceless", "CometRanker")}
 
 
 def model_from_checkpoint(path: str | os.PathLike):
@@ -89,7 +89,7 @@ def _metadata(model, checkpoint: dict, source) -> dict:
     return {
         "format_version": FORMAT_VERSION,
         "family": type(model).__name__,
-        "inputs": ["mt", "ref"],
+        "inputs": list(model.inputs),
         "targets": list(model.targets),
         "target_mean": model.target_mean.tolist(),
         "target_std": model.target_std.tolist(),

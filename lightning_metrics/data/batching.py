@@ -79,3 +79,24 @@ class CrossEncoderCollate:
                              max_length=self.max_length, padding=True, return_tensors="pt")
         return {"inputs": dict(enc), **_common(rows, self.targets, self.lp_ids, self.system_ids)}
 
+
+
+class SentencesCollate:
+    """Tokenise each *unique* sentence of a batch once, for models that encode fields separately.
+
+    ``fields`` (e.g. src, mt, ref) are looked up in every row; the batch holds ``inputs`` (the
+    unique sentences, padded) and ``positions[field]``: for each row, which unique sentence is
+    its ``field``. Sources and references repeat across systems, so a batch of 32 rows often
+    holds far fewer than 96 distinct sentences.
+    """
+
+    def __init__(self, tokenizer, max_length: int, fields: Sequence[str], targets: Sequence[str], lp_ids: dict, system_ids: dict):
+        self.tokenizer, self.max_length, self.fields = tokenizer, max_length, list(fields)
+        self.targets, self.lp_ids, self.system_ids = list(targets), lp_ids, system_ids
+
+    def __call__(self, rows: list[dict]) -> dict:
+        unique: dict[str, int] = {}
+        positions = {f: [unique.setdefault(r[f], len(unique)) for r in rows] for f in self.fields}
+        enc = self.tokenizer(list(unique), truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+        return {"inputs": dict(enc), "positions": {f: torch.tensor(p, dtype=torch.long) for f, p in positions.items()},
+                **_common(rows, self.targets, self.lp_ids, self.system_ids)}

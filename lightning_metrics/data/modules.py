@@ -10,7 +10,7 @@ import numpy as np
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from lightning_metrics.data.batching import CrossEncoderCollate, LengthBucketSampler, RowsDataset
+from lightning_metrics.data.batching import CrossEncoderCollate, LengthBucketSampler, RowsDataset, SentencesCollate
 from lightning_metrics.data.readers import read_ratings
 from lightning_metrics.encoders import load_tokenizer
 from lightning_metrics.errors import InputError, LightningMetricsError
@@ -45,14 +45,14 @@ class MetricDataModule(pl.LightningDataModule):
             return
         self._load()
         for name, rows in (("training", self.train_rows), ("validation", self.val_rows)):
-            if not rows or not rows["mt"]:
+            if not rows or not len(next(iter(rows.values()))):
                 raise LightningMetricsError(f"the {name} split is empty")
         missing = [t for t in self.targets if t not in self.train_rows]
         if missing:
             raise LightningMetricsError(f"target column(s) {missing} not in the training data; it has {sorted(self.train_rows)}")
         values = np.asarray([self.train_rows[t] for t in self.targets], dtype=np.float64)
-        self.target_mean = values.mean(axis=1).tolist()
-        self.target_std = np.maximum(values.std(axis=1), 1e-6).tolist()
+        self.target_mean = values.mean(axis=1).tolist() if self.targets else []
+        self.target_std = np.maximum(values.std(axis=1), 1e-6).tolist() if self.targets else []
         self.lp_names = sorted({str(x) for x in self.train_rows.get("lp", []) + self.val_rows.get("lp", [])})
         self.system_names = sorted({str(x) for x in self.val_rows.get("system", [])})
 
@@ -62,13 +62,27 @@ class MetricDataModule(pl.LightningDataModule):
             self._tokenizer = load_tokenizer(self.encoder)
         return self._tokenizer
 
+    @property
+    def model(self):
+        """The model this data module feeds (None outside a Trainer); it decides the batch layout."""
+        trainer = getattr(self, "trainer", None)
+        return getattr(trainer, "lightning_module", None) if trainer is not None else None
+
+    @property
+    def text_fields(self) -> tuple[str, ...]:
+        """Text columns a batch carries: the model's (``train_fields``), else ``(mt, ref)``."""
+        return tuple(getattr(self.model, "train_fields", ("mt", "ref")))
+
     def _collate(self):
         max_length = min(self.max_length, int(self.tokenizer.model_max_length))
-        return CrossEncoderCollate(self.tokenizer, max_length, self.targets,
-                                   {n: i for i, n in enumerate(self.lp_names)}, {n: i for i, n in enumerate(self.system_names)})
+        ids = ({n: i for i, n in enumerate(self.lp_names)}, {n: i for i, n in enumerate(self.system_names)})
+        if getattr(self.model, "input_format", "cross") == "sentences":
+            return SentencesCollate(self.tokenizer, max_length, self.text_fields, self.targets, *ids)
+        return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
 
     def _lengths(self, rows: dict) -> list[int]:
-        return [len(a) + len(b) for a, b in zip(rows["ref"], rows["mt"])]
+        columns = [rows[f] for f in self.text_fields if f in rows]
+        return [sum(len(text) for text in texts) for texts in zip(*columns)]
 
     def train_dataloader(self) -> DataLoader:
         sampler = LengthBucketSampler(self._lengths(self.train_rows), self.batch_size, seed=self.seed)
@@ -122,7 +136,7 @@ class RatingsDataModule(MetricDataModule):
         self.columns, self.on_invalid = columns, on_invalid
 
     def _read(self, path: str) -> dict[str, list]:
-        return _columns_of(read_ratings(path, columns=self.columns, required=("mt", "ref", *self.targets), on_invalid=self.on_invalid))
+        return _columns_of(read_ratings(path, columns=self.columns, required=(*self.text_fields, *self.targets), on_invalid=self.on_invalid))
 
     def _load(self) -> None:
         rows = self._read(self.train_path)
@@ -141,6 +155,23 @@ class RatingsDataModule(MetricDataModule):
         self.val_rows = {k: [v[i] for i in val_idx] for k, v in rows.items()}
 
 
+def generate_files(data: str) -> list[str]:
+    """The Parquet shards of a ``generate`` output folder (or a glob of them), sorted."""
+    return sorted(glob.glob(str(Path(data) / "data-*.parquet"))) if Path(data).is_dir() else sorted(glob.glob(data))
+
+
+def read_generate_output(data: str, max_rows: Optional[int] = None) -> dict[str, list]:
+    """All rows of ``generate`` output (a folder or a glob of ``data-*.parquet``) as columns."""
+    import pyarrow.parquet as pq
+
+    files = generate_files(data)
+    if not files:
+        raise InputError(data, "no generate output here (expected data-*.parquet files)")
+    tables = [pq.read_table(f).to_pydict() for f in files]
+    rows = {k: [v for t in tables for v in t[k]] for k in tables[0]}
+    return rows if max_rows is None else {k: v[:max_rows] for k, v in rows.items()}
+
+
 PRETRAIN_TARGETS = ("score", "bleu", "chrf", "rouge1", "rouge2", "rougeL", "bertscore_p", "bertscore_r", "bertscore_f")
 
 
@@ -150,18 +181,15 @@ class PretrainDataModule(MetricDataModule):
     def __init__(self, data: str, val_fraction: float = 0.05, encoder: str = "default", targets: Sequence[str] = PRETRAIN_TARGETS,
                  batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0, max_rows: Optional[int] = None):
         super().__init__(encoder, targets, batch_size, num_workers, max_length, seed)
-        files = sorted(glob.glob(str(Path(data) / "data-*.parquet"))) if Path(data).is_dir() else sorted(glob.glob(data))
-        if not files:
+        if not generate_files(data):
             raise InputError(data, "no generate output here (expected data-*.parquet files)")
-        self.files, self.val_fraction, self.max_rows = files, val_fraction, max_rows
+        self.data, self.val_fraction, self.max_rows = data, val_fraction, max_rows
 
     def _load(self) -> None:
-        import pyarrow.parquet as pq
-
-        tables = [pq.read_table(f).to_pydict() for f in self.files]
-        rows = {k: [v for t in tables for v in t[k]] for k in tables[0]}
-        if self.max_rows is not None:
-            rows = {k: v[: self.max_rows] for k, v in rows.items()}
+        rows = read_generate_output(self.data, self.max_rows)
+        missing = [f for f in self.text_fields if f not in rows]
+        if missing:
+            raise InputError(self.data, f"this model reads {list(self.text_fields)} but the generate output has no {missing} (run generate on a parallel corpus for src)")
         train_idx, val_idx = split_by_group([str(x) for x in rows["sentence_id"]], self.val_fraction, self.seed)
         self.train_rows = {k: [v[i] for i in train_idx] for k, v in rows.items()}
         self.val_rows = {k: [v[i] for i in val_idx] for k, v in rows.items()}

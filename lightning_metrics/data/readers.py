@@ -21,7 +21,7 @@ from lightning_metrics.errors import InputError
 
 log = logging.getLogger(__name__)
 
-TEXT_COLUMNS = ("src", "mt", "ref")
+TEXT_COLUMNS = ("src", "mt", "ref", "pos", "neg")
 STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id")
 ON_INVALID = ("error", "skip")
 _TABULAR = {".csv": ",", ".tsv": "\t"}
@@ -67,18 +67,33 @@ def read_ratings(
 
     ``source`` is a ``.csv``/``.tsv``/``.jsonl``/``.parquet`` file, a folder written by
     ``Dataset.save_to_disk``, or a hub dataset name. ``required`` lists canonical columns that
-    must exist; text columns among them must be non-empty and ``score`` must be a finite
-    number. With ``on_invalid="skip"`` bad rows are dropped and counted in a log warning;
+    must exist; text columns among them must be non-empty and the others (``score``,
+    ``raw``, training targets) finite numbers. With ``on_invalid="skip"`` bad rows are dropped and counted in a log warning;
     with ``"error"`` (default) the first bad row raises :class:`InputError`.
     """
     import datasets
 
+    return datasets.Dataset.from_dict(check_table(source, read_table(source, columns, split), required, on_invalid, columns))
+
+
+def read_table(source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train") -> dict[str, list]:
+    """The columns of a table or dataset, renamed to canonical names by ``columns`` (no validation)."""
+    name = str(source)
+    return _rename(name, _load_columns(name, split), ColumnMap.from_any(columns))
+
+
+def check_table(
+    source: str | os.PathLike,
+    table: dict[str, list],
+    required: Sequence[str],
+    on_invalid: str = "error",
+    columns: ColumnMap | dict | None = None,
+) -> dict[str, list]:
+    """Validate a :func:`read_table` result as :func:`read_ratings` describes; returns the kept rows."""
     if on_invalid not in ON_INVALID:
         raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
     cmap = ColumnMap.from_any(columns)
     name = str(source)
-    table = _load_columns(name, split)
-    table = _rename(name, table, cmap)
     missing = [c for c in required if c not in table]
     if missing:
         flag = ", ".join(f"{getattr(cmap, c)!r} (for {c})" if getattr(cmap, c, c) != c else repr(c) for c in missing)
@@ -93,9 +108,10 @@ def read_ratings(
         if not keep:
             raise InputError(name, f"every row was invalid ({detail})")
         table = {k: [v[i] for i in keep] for k, v in table.items()}
-    if "score" in table:
-        table["score"] = [float(v) for v in table["score"]]
-    return datasets.Dataset.from_dict(table)
+    for column in {*required, "score"} & set(table):
+        if column not in TEXT_COLUMNS:
+            table[column] = [float(v) for v in table[column]]
+    return table
 
 
 def read_parallel_text(
@@ -327,9 +343,8 @@ def _rename(name: str, table: dict[str, list], cmap: ColumnMap) -> dict[str, lis
 def _validate_rows(
     name: str, table: dict[str, list], n_rows: int, required: Iterable[str], on_invalid: str
 ) -> tuple[list[int], Counter]:
-    checks = [(c, _text_problem) for c in required if c in TEXT_COLUMNS]
-    if "score" in required:
-        checks.append(("score", _score_problem))
+    # required text columns must be non-empty; any other required column is a number (score, raw, targets)
+    checks = [(c, _text_problem if c in TEXT_COLUMNS else _score_problem) for c in required]
     keep, reasons = [], Counter()
     for i in range(n_rows):
         problem = next((p for col, check in checks if (p := check(col, table[col][i]))), None)

@@ -32,7 +32,17 @@ _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
 
 class MetricModel(pl.LightningModule):
-    """Base class; subclasses define ``forward(batch) -> [B, n_targets]`` (standardised)."""
+    """Base class; subclasses define ``forward(batch) -> [B, n_targets]`` (standardised).
+
+    Class attributes say what a model reads: ``inputs`` (the fields scoring needs),
+    ``train_fields`` (the text columns of a training batch) and ``input_format``: ``cross``
+    (one sequence per row, :class:`CrossEncoderCollate`) or ``sentences`` (each unique
+    sentence encoded once, :class:`SentencesCollate`).
+    """
+
+    inputs: tuple[str, ...] = ("mt", "ref")
+    train_fields: tuple[str, ...] = ("mt", "ref")
+    input_format = "cross"
 
     def __init__(
         self,
@@ -48,6 +58,7 @@ class MetricModel(pl.LightningModule):
         keep_embeddings_frozen: bool = False,
         layer_mix: bool = True,
         mix_dropout: float = 0.0,
+        layer_transform: str = "softmax",
         pooling: str = "avg",
         dropout: float = 0.1,
         hidden_sizes: Sequence[int] = (256,),
@@ -67,7 +78,7 @@ class MetricModel(pl.LightningModule):
             self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
         self.hidden_size = int(self.encoder.config.hidden_size)
         self.n_layers = int(self.encoder.config.num_hidden_layers)
-        self.layer_mix = LayerMix(self.n_layers + 1, mix_dropout) if layer_mix else None
+        self.layer_mix = LayerMix(self.n_layers + 1, mix_dropout, layer_transform) if layer_mix else None
         self.register_buffer("target_mean", torch.zeros(len(self.targets)))
         self.register_buffer("target_std", torch.ones(len(self.targets)))
         self.register_buffer("stats_ready", torch.tensor(False))
@@ -135,6 +146,14 @@ class MetricModel(pl.LightningModule):
     def scores_from(self, standardised: torch.Tensor) -> torch.Tensor:
         """The metric's score (first target) on the scale of the training data."""
         return standardised[:, 0].float() * self.target_std[0] + self.target_mean[0]
+
+    def predict_scores(self, batch: dict) -> torch.Tensor:
+        """Metric scores [B] for a batch of the model's ``inputs``."""
+        return self.scores_from(self(batch))
+
+    def predict_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        """``[index, score]`` rows; used by multi-device scoring (``Trainer.predict``)."""
+        return torch.stack([batch["index"].double(), self.predict_scores(batch).double()], dim=1)
 
     # -- set-up --------------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -214,7 +233,7 @@ class MetricModel(pl.LightningModule):
 
     # -- evaluation ----------------------------------------------------------------------------
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        scores = self.scores_from(self(batch))
+        scores = self.predict_scores(batch)
         human = batch["targets"][:, 0].float()
         self._outputs.append(torch.stack([batch["index"].float(), scores, human, batch["lp"].float(), batch["system"].float()], dim=1))
 

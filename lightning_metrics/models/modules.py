@@ -9,17 +9,28 @@ from torch import nn
 
 
 class LayerMix(nn.Module):
-    """Softmax-weighted scalar mix of all hidden layers (embeddings included), times a learned scale.
+    """Scalar mix of all hidden layers (embeddings included), times a learned scale.
 
-    ``forward(hidden_states)`` takes the tuple a Hugging Face encoder returns with
+    ``transform`` turns the per-layer weights into a distribution: ``softmax`` (every layer
+    contributes) or ``sparsemax`` (from the ``entmax`` package; unhelpful layers get exactly 0,
+    as in COMET). ``forward(hidden_states)`` takes the tuple a Hugging Face encoder returns with
     ``output_hidden_states=True``. ``dropout`` drops whole layers from the mix in training.
     """
 
-    def __init__(self, n_layers: int, dropout: float = 0.0):
+    def __init__(self, n_layers: int, dropout: float = 0.0, transform: str = "softmax"):
         super().__init__()
+        if transform not in ("softmax", "sparsemax"):
+            raise ValueError(f"layer_transform must be softmax or sparsemax, got {transform!r}")
         self.weights = nn.Parameter(torch.zeros(n_layers))
         self.gamma = nn.Parameter(torch.ones(1))
-        self.dropout = dropout
+        self.dropout, self.transform = dropout, transform
+
+    def distribution(self, weights: torch.Tensor) -> torch.Tensor:
+        if self.transform == "sparsemax":
+            from entmax import sparsemax
+
+            return sparsemax(weights, dim=0)
+        return torch.softmax(weights, dim=0)
 
     def forward(self, hidden_states: Sequence[torch.Tensor]) -> torch.Tensor:
         weights = self.weights
@@ -27,8 +38,8 @@ class LayerMix(nn.Module):
             drop = torch.rand_like(weights) < self.dropout
             if not drop.all():
                 weights = weights.masked_fill(drop, -1e4)
-        mix = torch.softmax(weights, dim=0)
-        return self.gamma * torch.einsum("l,lbth->bth", mix, torch.stack(tuple(hidden_states), dim=0))
+        mix = self.distribution(weights)
+        return self.gamma * torch.einsum("l,lbth->bth", mix.to(hidden_states[0].dtype), torch.stack(tuple(hidden_states), dim=0))
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, method: str = "avg") -> torch.Tensor:

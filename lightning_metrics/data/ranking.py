@@ -1,0 +1,100 @@
+"""Relative-ranking data for :class:`~lightning_metrics.models.CometRanker`.
+
+Rows are ``(src, ref, pos, neg)``: ``pos`` is the output humans (or the perturbation severity)
+prefer. They come from a table that already has ``pos``/``neg`` columns, or are derived:
+
+- from DA ratings: two outputs for the same source whose ``raw`` scores differ by more than
+  ``threshold`` (25 in WMT's DARR);
+- from ``generate`` output of a parallel corpus: two candidates from the same reference whose
+  ``score`` (1 - severity) differs by more than ``threshold`` (e.g. 0.1).
+
+Splitting happens on the rated rows, by document (or ``sentence_id``), *before* pairs are
+formed, so no pair mixes training and validation sentences.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from lightning_metrics.data.modules import RatingsDataModule, read_generate_output
+from lightning_metrics.data.readers import check_table, read_table
+from lightning_metrics.errors import InputError
+
+PAIR_FIELDS = ("src", "ref", "pos", "neg")
+
+
+def relative_ranks(rows: dict[str, list], score_column: str = "raw", threshold: float = 25.0,
+                   max_pairs_per_group: Optional[int] = None, seed: int = 0) -> dict[str, list]:
+    """Better/worse pairs among outputs that share ``(lp, src, ref)`` and differ by more than ``threshold``.
+
+    Pairs of identical outputs are skipped. ``max_pairs_per_group`` keeps a seeded sample per
+    group. The result has ``src, ref, pos, neg`` (and ``lp`` when the rows have one).
+    """
+    n = len(rows["mt"])
+    lps = rows.get("lp", [""] * n)
+    groups: dict[tuple, list[int]] = {}
+    for i in range(n):
+        groups.setdefault((lps[i], rows["src"][i], rows["ref"][i]), []).append(i)
+    rng = np.random.default_rng(seed)
+    out: dict[str, list] = {k: [] for k in (*PAIR_FIELDS, *(("lp",) if "lp" in rows else ()))}
+    scores, mts = rows[score_column], rows["mt"]
+    for (lp, src, ref), members in groups.items():
+        pairs = []
+        for a_pos, a in enumerate(members):
+            for b in members[a_pos + 1:]:
+                if abs(scores[a] - scores[b]) > threshold and mts[a] != mts[b]:
+                    pairs.append((a, b) if scores[a] > scores[b] else (b, a))
+        if max_pairs_per_group is not None and len(pairs) > max_pairs_per_group:
+            pairs = [pairs[k] for k in sorted(rng.choice(len(pairs), max_pairs_per_group, replace=False))]
+        for better, worse in pairs:
+            out["src"].append(src)
+            out["ref"].append(ref)
+            out["pos"].append(mts[better])
+            out["neg"].append(mts[worse])
+            if "lp" in out:
+                out["lp"].append(lp)
+    return out
+
+
+class RankingDataModule(RatingsDataModule):
+    """Relative-ranking tuples for the ranking model (see the module docstring for sources).
+
+    ``train``/``val`` are tables (ratings or pairs) or ``generate`` output folders; without
+    ``val``, ``val_fraction`` of the rated rows is held out by ``val_split_by`` before pairing.
+    """
+
+    def __init__(self, train: str, val: Optional[str] = None, val_fraction: float = 0.1, val_split_by: Optional[str] = "doc_id",
+                 score_column: str = "raw", threshold: float = 25.0, max_pairs_per_group: Optional[int] = None,
+                 columns: Optional[dict] = None, on_invalid: str = "error", encoder: str = "default",
+                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0):
+        super().__init__(train, val, val_fraction, val_split_by, columns, on_invalid, encoder, (), batch_size, num_workers, max_length, seed)
+        self.score_column, self.threshold, self.max_pairs_per_group = score_column, threshold, max_pairs_per_group
+        self._paired = False
+
+    @property
+    def text_fields(self) -> tuple[str, ...]:
+        return PAIR_FIELDS
+
+    def _read(self, path: str) -> dict[str, list]:
+        if Path(path).is_dir() and glob.glob(str(Path(path) / "data-*.parquet")):
+            table = read_generate_output(path)
+            if "src" not in table:
+                raise InputError(path, "ranking needs sources: run generate on a parallel corpus (a table with src and ref columns)")
+        else:
+            table = read_table(path, self.columns)
+        self._paired = {"pos", "neg"} <= set(table)
+        required: Sequence[str] = PAIR_FIELDS if self._paired else ("src", "mt", "ref", self.score_column)
+        return check_table(path, table, required, self.on_invalid, self.columns)
+
+    def _load(self) -> None:
+        super()._load()
+        if not self._paired:
+            self.train_rows = relative_ranks(self.train_rows, self.score_column, self.threshold, self.max_pairs_per_group, self.seed)
+            self.val_rows = relative_ranks(self.val_rows, self.score_column, self.threshold, self.max_pairs_per_group, self.seed)
+            for name, rows in (("training", self.train_rows), ("validation", self.val_rows)):
+                if not rows["pos"]:
+                    raise InputError(self.train_path, f"no {name} pairs: no two outputs of one source differ by more than {self.threshold} in {self.score_column!r}")

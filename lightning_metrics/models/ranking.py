@@ -1,0 +1,81 @@
+"""`CometRanker`: COMET's ranking model, trained on (src, ref, better, worse) tuples.
+
+Training pulls the better output (``pos``) towards the anchors and pushes the worse one
+(``neg``) away: a triplet margin loss with the source as anchor plus one with the reference as
+anchor. The score of an output is ``1 / (1 + harmonic mean(d(mt, src), d(mt, ref)))`` with
+Euclidean distances, so it lies in (0, 1] and higher is better. Validation reports WMT's DARR
+Kendall on held-out pairs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from lightning_metrics.correlation import darr_kendall
+from lightning_metrics.models.comet import SentenceEmbeddingModel
+
+
+def ranking_score(mt: torch.Tensor, src: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """``1 / (1 + 2 ds dr / (ds + dr))`` with ``ds = |mt - src|``, ``dr = |mt - ref|`` (rows of [B, H])."""
+    ds = torch.linalg.vector_norm(mt - src, dim=1)
+    dr = torch.linalg.vector_norm(mt - ref, dim=1)
+    total = ds + dr
+    harmonic = torch.where(total > 0, 2 * ds * dr / total.clamp_min(torch.finfo(total.dtype).tiny), torch.zeros_like(total))
+    return 1.0 / (1.0 + harmonic)
+
+
+class CometRanker(SentenceEmbeddingModel):
+    """Triplet-margin ranking metric; no head, no targets: the score is a distance."""
+
+    inputs = ("src", "mt", "ref")
+    train_fields = ("src", "ref", "pos", "neg")
+
+    def __init__(self, margin: float = 1.0, **kwargs):
+        """``margin`` of the triplet losses; other arguments as :class:`MetricModel` (``targets`` is ignored)."""
+        kwargs["targets"] = ()
+        super().__init__(**kwargs)
+        self.initialise_from(self.hparams.init_from)
+
+    def scores_from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
+        return ranking_score(vectors["mt"].float(), vectors["src"].float(), vectors["ref"].float())
+
+    def predict_scores(self, batch: dict) -> torch.Tensor:
+        return self.scores_from_embeddings(self.field_embeddings(batch))
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        return self.predict_scores(batch).unsqueeze(1)
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        e = {k: v.float() for k, v in self.field_embeddings(batch).items()}
+        margin = self.hparams.margin
+        loss = F.triplet_margin_loss(e["src"], e["pos"], e["neg"], margin=margin) + F.triplet_margin_loss(e["ref"], e["pos"], e["neg"], margin=margin)
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(e["pos"]))
+        return loss
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        e = {k: v.float() for k, v in self.field_embeddings(batch).items()}
+        better = ranking_score(e["pos"], e["src"], e["ref"])
+        worse = ranking_score(e["neg"], e["src"], e["ref"])
+        self._outputs.append(torch.stack([batch["index"].float(), better, worse, batch["lp"].float(), batch["system"].float()], dim=1))
+
+    test_step = validation_step
+
+    def _log_correlations(self, prefix: str) -> None:
+        rows = self.gathered_outputs()
+        if not len(rows):
+            return
+        dm = getattr(self.trainer, "datamodule", None)
+        lp_names = list(getattr(dm, "lp_names", []) or [])
+        values = []
+        for lp in np.unique(rows[:, 3]):
+            sel = rows[rows[:, 3] == lp]
+            values.append(darr_kendall(sel[:, 1], sel[:, 2]))
+            if len(lp_names) > 1 and 0 <= lp < len(lp_names):
+                self.log(f"{prefix}_kendall/{lp_names[int(lp)]}", values[-1], sync_dist=False, rank_zero_only=False)
+        finite = [v for v in values if math.isfinite(v)]
+        if finite:
+            self.log(f"{prefix}_kendall", float(np.mean(finite)), prog_bar=True, sync_dist=False, rank_zero_only=False)
