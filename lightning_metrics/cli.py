@@ -43,11 +43,12 @@ def _evaluate_parser() -> ArgumentParser:
 
     p = _subparser("Correlate metrics with the human scores of a ratings file.")
     p.add_argument("--data", type=str, required=True, help="ratings: .csv/.tsv/.jsonl/.parquet, a saved dataset folder, or a hub name")
-    p.add_argument("--metrics", type=str, nargs="+", default=["bleu", "chrf"], help=f"any of {baseline_names()}")
+    p.add_argument("--metrics", type=str, nargs="+", default=["bleu", "chrf"], help=f"any of {baseline_names()}, or exported metric folders")
     p.add_argument("--group", type=str, default=None, help="column to group by, e.g. lp (default: no grouping)")
     p.add_argument("--bootstrap", type=int, default=1000, help="segment resamples for 95%% CIs (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", type=str, default=None, help="also write the numbers to this JSON file")
+    p.add_argument("--plot", type=Optional[str], default=None, help="write scatter plots per group and a Kendall bar chart (PNG) to this folder")
     p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
     _add_bertscore_flags(p)
     _add_column_flags(p)
@@ -77,9 +78,9 @@ def run_evaluate(cfg) -> int:
     from lightning_metrics.data.readers import read_ratings
     from lightning_metrics.evaluate import evaluate, format_table
 
-    unknown = [m for m in cfg.metrics if m not in baseline_names()]
+    unknown = [m for m in cfg.metrics if m not in baseline_names() and not Path(m).is_dir()]
     if unknown:
-        raise LightningMetricsError(f"unknown metric(s) {unknown}; choose from {baseline_names()}")
+        raise LightningMetricsError(f"unknown metric(s) {unknown}: not exported metric folders, nor built-in metrics {baseline_names()}")
     data = read_ratings(cfg.data, columns=_columns(cfg), on_invalid=cfg.on_invalid)
     ev = evaluate(
         data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data,
@@ -88,6 +89,10 @@ def run_evaluate(cfg) -> int:
     print(format_table(ev))
     if cfg.json:
         _write_json(cfg.json, ev.to_dict())
+    if cfg.plot:
+        from lightning_metrics.evaluate import plot_evaluation
+
+        print("plots: " + ", ".join(str(p) for p in plot_evaluation(ev, cfg.plot)))
     return 0
 
 
@@ -195,7 +200,8 @@ def _score_parser() -> ArgumentParser:
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
     p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--device", type=str, default="cpu")
+    p.add_argument("--device", type=str, default="cpu", help="cpu, cuda, cuda:1, ...")
+    p.add_argument("--devices", type=int, default=1, help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept")
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
@@ -205,19 +211,27 @@ def _score_parser() -> ArgumentParser:
 
 def run_score(cfg) -> int:
     from lightning_metrics.data.readers import read_parallel_text, read_ratings
-    from lightning_metrics.scoring import format_scores, load_metric, systems_from_table
+    from lightning_metrics.scoring import format_scores, load_metric, score_systems, systems_from_table
 
     metric = load_metric(cfg.model)
+    needs_ref, needs_src = getattr(metric, "needs_ref", True), getattr(metric, "needs_src", False)
+    options = {"batch_size": cfg.batch_size, "device": cfg.device}
+    if cfg.devices > 1:
+        options["devices"] = cfg.devices
+    if hasattr(metric, "inputs"):
+        options["progress"] = not cfg.quiet
     if cfg.data:
-        data = read_ratings(cfg.data, required=("mt", "ref"), on_invalid=cfg.on_invalid)
+        required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
+        data = read_ratings(cfg.data, required=required, on_invalid=cfg.on_invalid)
         by_mt, by_ref, by_src = systems_from_table(data, cfg.data)
-        results = {name: metric.score(mt=lines, ref=by_ref[name], src=by_src[name], batch_size=cfg.batch_size, device=cfg.device) for name, lines in by_mt.items()}
+        results = score_systems(metric, by_mt, by_ref, by_src, **options)
     else:
-        if not cfg.translations or not cfg.references:
-            raise LightningMetricsError("score needs -t SYSTEM_FILE [...] and -r REFERENCE_FILE, or --data FILE")
+        if not cfg.translations or (needs_ref and not cfg.references):
+            raise LightningMetricsError("score needs -t SYSTEM_FILE [...]" + (" and -r REFERENCE_FILE" if needs_ref else "") + ", or --data FILE")
+        if needs_src and not cfg.sources:
+            raise LightningMetricsError(f"{cfg.model} reads sources: give -s SOURCE_FILE")
         text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
-        results = {str(path): metric.score(mt=lines, ref=text["ref"], src=text["src"], batch_size=cfg.batch_size, device=cfg.device)
-                   for path, lines in zip(cfg.translations, text["mt"])}
+        results = score_systems(metric, {str(p): lines for p, lines in zip(cfg.translations, text["mt"])}, text["ref"], text["src"], **options)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
     if cfg.json:
         _write_json(cfg.json, {
@@ -246,28 +260,42 @@ def run_export(cfg) -> int:
 
 
 def _quickstart_parser() -> ArgumentParser:
-    p = _subparser("Run the main job on the embedded defaults.")
-    p.add_argument("--out", type=str, default="runs/quickstart", help="folder for the quickstart's outputs")
+    from dataclasses import fields
+
+    from lightning_metrics.quickstart import QuickstartSettings
+
+    p = _subparser("Run the main job on the embedded defaults: generate, pre-train, export, score, probe.")
+    p.add_argument("--out", type=str, default="runs/quickstart", help="folder for data, logs and training checkpoints")
+    p.add_argument("--checkpoints", type=str, default="checkpoints", help="where the exported metric goes (<dir>/quickstart)")
+    p.add_argument("--ratings", type=Optional[str], default=None, help="also fine-tune on these human ratings and evaluate on held-out documents")
     p.add_argument("--seed", type=int, default=0)
+    for f in fields(QuickstartSettings):
+        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     return p
 
 
 def run_quickstart(cfg) -> int:
-    from importlib import resources
+    from dataclasses import fields
 
-    from lightning_metrics.data.readers import read_ratings
-    from lightning_metrics.evaluate import evaluate, format_table
+    from lightning_metrics import quickstart
 
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    example = out / "example_ratings.csv"
-    example.write_bytes(resources.files("lightning_metrics.resources").joinpath("example_ratings.csv").read_bytes())
-    print(f"example ratings (written by this project): {example}")
-    data = read_ratings(example)
-    metrics = ["bleu", "chrf", "rouge1", "rouge2", "rougeL", "bertscore"]
-    ev = evaluate(data, metrics, group="lp", bootstrap=200, seed=cfg.seed, source=str(example))
-    print(format_table(ev))
-    _write_json(str(out / "evaluation.json"), ev.to_dict())
+    settings = quickstart.QuickstartSettings(**{f.name: getattr(cfg, f.name) for f in fields(quickstart.QuickstartSettings)})
+    quickstart.run(out=cfg.out, checkpoints=cfg.checkpoints, ratings=cfg.ratings, settings=settings, seed=cfg.seed)
+    return 0
+
+
+def _plot_run_parser() -> ArgumentParser:
+    p = _subparser("Draw training curves (loss, validation correlations, learning rates) from a run's CSV logs.")
+    p.add_argument("run_dir", type=str, help="a training run folder (every metrics.csv below it is drawn)")
+    p.add_argument("--out", type=Optional[str], default=None, help="folder for the PNGs (default: beside each metrics.csv)")
+    return p
+
+
+def run_plot_run(cfg) -> int:
+    from lightning_metrics.plots import training_curves
+
+    for path in training_curves(cfg.run_dir, cfg.out):
+        print(path)
     return 0
 
 
@@ -279,6 +307,7 @@ COMMANDS = {
     "export": (_export_parser, run_export, "export a trained checkpoint as a self-contained metric folder"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
+    "plot-run": (_plot_run_parser, run_plot_run, "draw training curves from a run's CSV logs"),
 }
 
 

@@ -22,6 +22,9 @@ class Evaluation:
     results: dict[str, dict[str, Correlations]]
     group_by: str | None
     settings: dict = field(default_factory=dict)
+    scores: dict[str, list[float]] = field(default_factory=dict, repr=False)  # segment scores, for plots
+    human: list[float] = field(default_factory=list, repr=False)
+    groups: list[str] | None = field(default=None, repr=False)
 
     def average(self, metric: str) -> dict[str, float]:
         groups = self.results[metric].values()
@@ -46,7 +49,7 @@ def evaluate(
     group: str | None = "lp",
     bootstrap: int = 1000,
     seed: int = 0,
-    scorer: Callable[[Sequence[str], list[str], list[str]], dict[str, list[float]]] | None = None,
+    scorer: Callable[[Sequence[str], list[str], list[str], list[str] | None], dict[str, list[float]]] | None = None,
     source: str = "data",
     num_proc: int = 1,
     bertscore: dict | None = None,
@@ -54,23 +57,48 @@ def evaluate(
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
     ``data`` is a ``datasets.Dataset`` (or a dict of columns) with ``mt``, ``ref`` and
-    ``score``; a ``system`` column adds system-level correlations. ``scorer(names, mt, ref)``
-    returns segment scores per name (default: the baselines). ``num_proc`` processes share the
-    lexical scoring and the bootstrap; ``bertscore`` holds BERTScorer arguments.
+    ``score`` (and ``src`` for metrics that read it); a ``system`` column adds system-level
+    correlations. ``scorer(names, mt, ref, src)`` returns segment scores per name (default:
+    :func:`metric_scores`: built-in names and exported metric folders). ``num_proc`` processes
+    share the lexical scoring and the bootstrap; ``bertscore`` holds BERTScorer arguments.
     """
-    from lightning_metrics.baselines import baseline_scores
-
     columns = data.column_names if hasattr(data, "column_names") else list(data)
     if group is not None and group not in columns:
         raise InputError(source, f"no column {group!r} to group by; columns are {sorted(columns)}")
     mt, ref, human = list(data["mt"]), list(data["ref"]), np.asarray(data["score"], dtype=float)
-    scorer = scorer or (lambda names, m, r: baseline_scores(names, m, r, num_proc=num_proc, bertscore=bertscore))
-    scores = scorer(list(metrics), mt, ref)
+    src = list(data["src"]) if "src" in columns else None
+    scorer = scorer or (lambda names, m, r, s: metric_scores(names, m, r, s, num_proc=num_proc, bertscore=bertscore))
+    scores = scorer(list(metrics), mt, ref, src)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None
     results = correlate_metrics(scores, human, groups, systems, bootstrap=bootstrap, seed=seed, num_proc=num_proc)
     settings = {"bootstrap": bootstrap, "seed": seed, "n_rows": len(mt)}
-    return Evaluation(results=results, group_by=group, settings=settings)
+    return Evaluation(results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups)
+
+
+def metric_scores(names: Sequence[str], mt: list[str], ref: list[str], src: list[str] | None = None, num_proc: int = 1,
+                  bertscore: dict | None = None) -> dict[str, list[float]]:
+    """Segment scores per metric: built-in names go through the baselines, folders through ``load_metric``."""
+    from pathlib import Path
+
+    from lightning_metrics.baselines import baseline_scores
+    from lightning_metrics.scoring import load_metric
+
+    builtin = [n for n in names if not Path(n).is_dir()]
+    out = baseline_scores(builtin, mt, ref, num_proc=num_proc, bertscore=bertscore) if builtin else {}
+    options = {k: v for k, v in (bertscore or {}).items() if k in ("batch_size", "device")}
+    for name in names:
+        if Path(name).is_dir():
+            out[name] = load_metric(name).score(mt=mt, ref=ref, src=src, progress=True, **options).scores
+    return {n: list(out[n]) for n in names}
+
+
+def plot_evaluation(ev: Evaluation, out: str) -> list:
+    """``evaluate --plot DIR``: a scatter plot per group and a Kendall bar chart with the bootstrap CIs."""
+    from lightning_metrics.plots import kendall_bars, scatter_plots
+
+    table = {m: {g: (c.seg_kendall, *c.ci.get("seg_kendall", (math.nan, math.nan))) for g, c in by_group.items()} for m, by_group in ev.results.items()}
+    return [*scatter_plots(ev.scores, ev.human, ev.groups, out), kendall_bars(table, out)]
 
 
 def _cell(value: float, ci: tuple[float, float] | None) -> str:

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from pytorch_lightning.callbacks import Callback
 
 from lightning_metrics import __version__
 from lightning_metrics.errors import LightningMetricsError
@@ -98,6 +99,7 @@ def _metadata(model, checkpoint: dict, source) -> dict:
         "framework_version": __version__,
         "trained": {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step"), "checkpoint": Path(source).name},
         "dev_correlations": dev,
+        "training_data": checkpoint.get("data_summary", {}),
     }
 
 
@@ -112,6 +114,7 @@ A learned evaluation metric exported by lightning-metrics {meta['framework_versi
   the score is the first target on the training data's scale (mean {meta['target_mean'][0]:.4f},
   std {meta['target_std'][0]:.4f}).
 - **Base encoder:** {meta['encoder']}; trained {meta['trained']['epoch']} epoch(s), {meta['trained']['global_step']} steps.
+- **Training data:** {_data_line(meta.get("training_data", {}))}.
 - **Dev correlations:** {dev}.
 
 ## Use
@@ -132,6 +135,13 @@ on your own ratings before relying on it.
 """
 
 
+def _data_line(data: dict) -> str:
+    if not data:
+        return "not recorded"
+    lps = ", ".join(data.get("language_pairs") or []) or "no language-pair column"
+    return f"{data['source']} ({data['kind']}): {data['train_rows']} training rows, {data['val_rows']} validation rows; language pairs: {lps}"
+
+
 def folder_hash(path: Path) -> str:
     """Short sha256 of the weights, for signatures."""
     digest = hashlib.sha256()
@@ -139,3 +149,24 @@ def folder_hash(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()[:10]
+
+
+class ExportBest(Callback):
+    """Export the best checkpoint (else the last) when ``fit`` ends; add it to a config's callbacks:
+
+    ``{class_path: lightning_metrics.export.ExportBest, init_args: {out: checkpoints/NAME}}``.
+    Needs a ``ModelCheckpoint`` callback; runs on global rank 0 only.
+    """
+
+    def __init__(self, out: str, force: bool = True):
+        self.out, self.force = out, force
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        if not trainer.is_global_zero:
+            return
+        saver = trainer.checkpoint_callback
+        path = (saver.best_model_path or saver.last_model_path) if saver is not None else ""
+        if not path:
+            raise LightningMetricsError(f"ExportBest({self.out}): no checkpoint was saved; add a ModelCheckpoint callback")
+        folder = export_checkpoint(path, self.out, force=self.force)
+        print(f"exported {Path(path).name} -> {folder}")

@@ -73,94 +73,47 @@ class BaselineMetric:
         return ScoreResult(scores=list(values), system_score=float(np.mean(values)) if values else float("nan"), signature=self.signature)
 
 
-class LearnedMetric:
-    """An exported metric folder (see :mod:`lightning_metrics.export`), loaded for scoring.
-
-    Reads ``metric.json``, ``model.safetensors``, ``config.json`` and the tokenizer files; never
-    a pickle. Scoring sorts pairs by length, runs under ``inference_mode`` (bf16 autocast on
-    CUDA) and returns scores in input order.
-    """
-
-    needs_ref = True
-
-    def __init__(self, path: str | Path):
-        import json
-
-        from safetensors.torch import load_file
-
-        from lightning_metrics.export import FORMAT_VERSION, _families, folder_hash
-
-        self.path = Path(path)
-        meta_path = self.path / "metric.json"
-        if not meta_path.is_file():
-            raise InputError(str(self.path), "not an exported metric folder (no metric.json)")
-        try:
-            self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise InputError(str(meta_path), f"unreadable metric.json ({e.msg})") from None
-        version = self.meta.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise InputError(str(self.path), f"format version {version} is newer than this code reads ({FORMAT_VERSION}); upgrade lightning-metrics")
-        family = _families().get(self.meta.get("family"))
-        if family is None:
-            raise InputError(str(self.path), f"unknown metric family {self.meta.get('family')!r}")
-        self.needs_src = "src" in self.meta.get("inputs", [])
-        self.model = family(**{**self.meta["hyper_parameters"], "encoder": str(self.path), "targets": self.meta["targets"]})
-        self.model.load_state_dict(load_file(self.path / "model.safetensors"))
-        self.model.eval()
-        self.tokenizer = self.model_tokenizer()
-        self.signature = f"{self.path.name}|hash:{folder_hash(self.path)}|family:{self.meta['family']}|lightning-metrics:{__version__}"
-
-    def model_tokenizer(self):
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(self.path))
-
-    def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None,
-              batch_size: int = 64, device: str = "cpu") -> ScoreResult:
-        """Segment scores for (mt, ref) pairs in input order, and their mean."""
-        import torch
-
-        from lightning_metrics.data.batching import CrossEncoderCollate
-
-        if ref is None:
-            raise LightningMetricsError(f"{self.path.name} needs references (ref=...)")
-        if self.needs_src and src is None:
-            raise LightningMetricsError(f"{self.path.name} needs sources (src=... or -s FILE)")
-        if len(mt) != len(ref) or (src is not None and len(src) != len(mt)):
-            raise LightningMetricsError(f"inputs differ in length: {len(mt)} mt, {len(ref)} ref" + ("" if src is None else f", {len(src)} src"))
-        target = torch.device(device)
-        self.model.to(target)
-        collate = CrossEncoderCollate(self.tokenizer, min(256, int(self.tokenizer.model_max_length)), [], {}, {})
-        order = sorted(range(len(mt)), key=lambda i: len(mt[i]) + len(ref[i]))
-        out = np.zeros(len(mt))
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if target.type == "cuda" else torch.autocast("cpu", enabled=False)
-        with torch.inference_mode(), autocast:
-            for start in range(0, len(order), batch_size):
-                idx = order[start : start + batch_size]
-                batch = collate([{"mt": mt[i], "ref": ref[i], "index": i} for i in idx])
-                batch["inputs"] = {k: v.to(target) for k, v in batch["inputs"].items()}
-                out[idx] = self.model.scores_from(self.model(batch)).float().cpu().numpy()
-        return ScoreResult(scores=out.tolist(), system_score=float(out.mean()) if len(out) else float("nan"), signature=self.signature)
-
-
-def load_metric(name_or_path: str, **options) -> BaselineMetric | LearnedMetric:
+def load_metric(name_or_path: str, **options):
     """A metric by folder or name.
 
-    A folder written by ``lightning-metrics export`` loads as a :class:`LearnedMetric`. Names:
+    A folder written by ``lightning-metrics export`` loads as a
+    :class:`~lightning_metrics.scorer.LearnedMetric`. Names:
     ``bleu``, ``chrf``, ``rouge1``/``rouge2``/``rougeL``, ``bertscore`` (F1), ``bertscore_p``,
     ``bertscore_r``; ``options`` go to those (for BERTScore: ``bertscore={"model": ...}``).
     """
     if Path(str(name_or_path)).is_dir():
+        from lightning_metrics.scorer import LearnedMetric
+
         return LearnedMetric(name_or_path)
     if str(name_or_path) not in baseline_names():
         raise LightningMetricsError(f"unknown metric {str(name_or_path)!r}: not an exported metric folder, nor a built-in metric {baseline_names()}")
     return BaselineMetric(str(name_or_path), **options)
 
 
-def score_systems(metric, systems: dict[str, list[str]], ref: list[str] | None, src: list[str] | None, **kwargs) -> dict[str, ScoreResult]:
-    """Score several systems' outputs against the same references; ``{system: result}``."""
-    return {name: metric.score(mt=lines, ref=ref, src=src, **kwargs) for name, lines in systems.items()}
+def score_systems(metric, systems: dict[str, list[str]], ref, src=None, **kwargs) -> dict[str, ScoreResult]:
+    """Score several systems' outputs in one pass: ``{system: result}``.
+
+    ``ref``/``src`` are one list shared by all systems, a ``{system: list}`` dict, or None.
+    One call sees every system, so a learned metric embeds each shared source and reference
+    once; ``kwargs`` go to ``metric.score``.
+    """
+    def of(value, name):
+        return value.get(name) if isinstance(value, dict) else value
+
+    names = list(systems)
+    refs, srcs = [of(ref, n) for n in names], [of(src, n) for n in names]
+    for name, r, x in zip(names, refs, srcs):
+        for kind, values in (("ref", r), ("src", x)):
+            if values is not None and len(values) != len(systems[name]):
+                raise LightningMetricsError(f"inputs differ in length: {len(systems[name])} lines in {name}, {len(values)} {kind} lines")
+    joined = lambda parts: None if any(p is None for p in parts) else [t for p in parts for t in p]  # noqa: E731
+    result = metric.score(mt=[t for n in names for t in systems[n]], ref=joined(refs), src=joined(srcs), **kwargs)
+    out, start = {}, 0
+    for name in names:
+        scores = result.scores[start : start + len(systems[name])]
+        start += len(scores)
+        out[name] = ScoreResult(scores=scores, system_score=float(np.mean(scores)) if scores else float("nan"), signature=result.signature)
+    return out
 
 
 def format_scores(results: dict[str, ScoreResult], quiet: bool = False, only_system: bool = False) -> str:
@@ -175,17 +128,21 @@ def format_scores(results: dict[str, ScoreResult], quiet: bool = False, only_sys
     return "\n".join(lines)
 
 
-def systems_from_table(data, source: str) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, list[str] | None]]:
-    """Split a ratings table into per-system mt, ref and src lists (``system`` column, else one system)."""
+def systems_from_table(data, source: str) -> tuple[dict[str, list[str]], dict[str, list[str] | None], dict[str, list[str] | None]]:
+    """Split a ratings table into per-system mt, ref and src lists (``system`` column, else one system).
+
+    A table without ``ref`` (or ``src``) gives None for that field; whether the metric needs it
+    is checked by the reader's ``required`` columns.
+    """
     table = data.to_dict()
-    systems = table.get("system", ["data"] * data.num_rows)
-    mt, ref, src = table["mt"], table.get("ref"), table.get("src")
-    if ref is None:
-        raise InputError(source, "missing required column 'ref'")
-    by_mt, by_ref, by_src = {}, {}, {}
-    for i, name in enumerate(systems):
-        by_mt.setdefault(str(name), []).append(mt[i])
-        by_ref.setdefault(str(name), []).append(ref[i])
-        if src is not None:
-            by_src.setdefault(str(name), []).append(src[i])
-    return by_mt, by_ref, {k: by_src.get(k) for k in by_mt}
+    systems = [str(s) for s in table.get("system", ["data"] * data.num_rows)]
+    split = {}
+    for column in ("mt", "ref", "src"):
+        values = table.get(column)
+        per: dict[str, list[str]] = {}
+        if values is not None:
+            for name, value in zip(systems, values):
+                per.setdefault(name, []).append(value)
+        split[column] = per
+    names = list(split["mt"])
+    return split["mt"], {n: split["ref"].get(n) for n in names}, {n: split["src"].get(n) for n in names}

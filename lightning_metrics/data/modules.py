@@ -62,6 +62,13 @@ class MetricDataModule(pl.LightningDataModule):
             self._tokenizer = load_tokenizer(self.encoder)
         return self._tokenizer
 
+    def summary(self) -> dict:
+        """What the model was trained on, for model cards: source, row counts, language pairs."""
+        source = getattr(self, "train_path", None) or getattr(self, "data", None)
+        count = lambda rows: len(next(iter(rows.values()))) if rows else 0  # noqa: E731
+        return {"source": str(source), "kind": type(self).__name__, "train_rows": count(self.train_rows),
+                "val_rows": count(self.val_rows), "language_pairs": list(self.lp_names)}
+
     @property
     def model(self):
         """The model this data module feeds (None outside a Trainer); it decides the batch layout."""

@@ -131,6 +131,13 @@ class MetricModel(pl.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["metric_family"] = type(self).__name__  # which class export rebuilds
+        dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        if dm is not None and hasattr(dm, "summary"):
+            checkpoint["data_summary"] = dm.summary()  # for the exported model card
+
+    def __getstate__(self):
+        _remove_hidden_state_hooks(self.encoder)  # local functions: they would stop ddp_spawn pickling the model
+        return super().__getstate__()
 
     def __setstate__(self, state) -> None:
         super().__setstate__(state)
@@ -276,6 +283,17 @@ def _register_hidden_state_capture(encoder) -> None:
     for module in encoder.modules():
         if hasattr(module, "_can_record_outputs") and getattr(module, "_can_record_outputs", None):
             _CAN_RECORD_REGISTRY[module] = module._can_record_outputs
+
+
+def _remove_hidden_state_hooks(encoder) -> None:
+    """Drop the forward hooks transformers 5 installs on first use to capture hidden states
+    (closures, so unpicklable); it installs them again on the next forward pass."""
+    for module in encoder.modules():
+        for key, hook in list(module._forward_hooks.items()):
+            if getattr(hook, "__name__", "") == "output_capturing_hook":
+                del module._forward_hooks[key]
+        if getattr(module, "_output_capturing_hooks_installed", False):
+            module._output_capturing_hooks_installed = False
 
 
 def correlations_by_group(rows: np.ndarray, lp_names: Sequence[str]) -> dict[str, float]:

@@ -1,0 +1,131 @@
+"""COMET-style estimator on real DA ratings: dev Kendall per language pair, and epoch time vs unbabel-comet.
+
+    .venv/bin/python benchmarks/comet_wmt.py [--steps 300] [--epoch-rows 2048] [--peer-python /work/comet-venv/bin/python]
+
+1. Epoch time: the first ``--epoch-rows`` rows of the document-split training set, one epoch,
+   batch 32, fp32, encoder frozen for the first 30% (both sides), validation off; ours
+   (``CometEstimator``) and unbabel-comet's ``RegressionMetric`` with the same encoder folder and
+   head, back to back in separate processes.
+2. Quality: fine-tune the estimator on ../shared/data/wmt21_da_toen.csv (document split, 10%
+   dev, the split ``benchmarks/bleurt_wmt.py`` uses) for ``--steps`` steps of 32 rows in bf16
+   autocast, and report dev Kendall tau-b per language pair next to chrF and BERTScore.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+
+import numpy as np  # noqa: E402
+import pytorch_lightning as pl  # noqa: E402
+import torch  # noqa: E402
+
+from lightning_metrics.baselines import baseline_scores  # noqa: E402
+from lightning_metrics.correlation import kendall  # noqa: E402
+from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
+from lightning_metrics.encoders import default_encoder_path  # noqa: E402
+from lightning_metrics.models import CometEstimator  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
+HEAD = [1024, 256]
+
+
+def trainer(root: Path, precision: str, **kwargs) -> pl.Trainer:
+    return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root), precision=precision, enable_progress_bar=False,
+                      enable_model_summary=False, num_sanity_val_steps=0, gradient_clip_val=1.0, enable_checkpointing=False, **kwargs)
+
+
+def estimator(**kwargs) -> CometEstimator:
+    return CometEstimator(hidden_sizes=HEAD, lr_encoder=3e-5, lr_head=3e-4, layerwise_decay=0.9, nr_frozen_epochs=0.3,
+                          keep_embeddings_frozen=True, **kwargs)
+
+
+def dev_predictions(model, dm: RatingsDataModule) -> np.ndarray:
+    model.eval()
+    out = np.zeros(len(dm.val_rows["mt"]))
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for batch in dm.val_dataloader():
+            out[batch["index"].numpy()] = model.predict_scores(batch).float().numpy()
+    return out
+
+
+def epoch_times(args, out: Path) -> dict[str, float]:
+    dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, seed=args.seed)
+    dm.setup("fit")
+    subset = out / "epoch_subset.csv"
+    with subset.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["src", "mt", "ref", "score"])
+        for i in range(args.epoch_rows):
+            writer.writerow([dm.train_rows[k][i] for k in ("src", "mt", "ref", "score")])
+    pl.seed_everything(args.seed)
+    ours_dm = RatingsDataModule(train=str(subset), val=str(subset), batch_size=32, max_length=256, seed=args.seed)
+    start = time.perf_counter()
+    trainer(out / "epoch_ours", "32-true", max_epochs=1, limit_val_batches=0).fit(estimator(), ours_dm)
+    ours = time.perf_counter() - start
+    cmd = [args.peer_python, str(REPO / "benchmarks" / "peers" / "comet_peer.py"), "train", "--data", str(subset),
+           "--encoder", str(default_encoder_path()), "--batch", "32", "--precision", "32"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
+    peer = json.loads(proc.stdout.strip().splitlines()[-1])["epoch_seconds"]
+    print(f"\nEpoch over {args.epoch_rows} training rows (batch 32, fp32, {torch.get_num_threads()} CPU threads):")
+    print(f"| trainer | epoch wall time | rows/s |\n|---|---|---|")
+    print(f"| unbabel-comet RegressionMetric | {peer:.0f} s | {args.epoch_rows / peer:.1f} |")
+    print(f"| lightning-metrics CometEstimator | {ours:.0f} s | {args.epoch_rows / ours:.1f} |")
+    print(f"ratio: {peer / ours:.2f}x", flush=True)
+    return {"ours": ours, "comet": peer}
+
+
+def quality(args, out: Path) -> None:
+    pl.seed_everything(args.seed)
+    dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed)
+    model = estimator()
+    start = time.perf_counter()
+    trainer(out / "finetune", "bf16-mixed", max_epochs=1, limit_train_batches=args.steps, limit_val_batches=0).fit(model, dm)
+    elapsed = time.perf_counter() - start
+    results = {"comet estimator": dev_predictions(model, dm)}
+    dev = dm.val_rows
+    base = baseline_scores(["chrf", "bertscore"], dev["mt"], dev["ref"], num_proc=os.cpu_count() or 1)
+    results.update({"chrf": np.asarray(base["chrf"]), "bertscore": np.asarray(base["bertscore"])})
+    lps, human = np.asarray(dev["lp"]), np.asarray(dev["score"])
+    names = sorted(set(lps))
+    print(f"\nDev split of {DATA.name}: {len(human)} rows from whole documents; segment Kendall tau-b")
+    print("| metric | " + " | ".join(names) + " | avg |\n|---" * 1 + "|---" * (len(names) + 1) + "|")
+    for metric, scores in results.items():
+        taus = [kendall(scores[lps == n], human[lps == n]) for n in names]
+        print(f"| {metric} | " + " | ".join(f"{t:.4f}" for t in taus) + f" | {np.mean(taus):.4f} |")
+    print(f"\nfine-tuned {args.steps} steps of 32 rows in {elapsed:.0f} s (bf16 autocast, {torch.get_num_threads()} CPU threads)")
+    np.save(out / "dev_predictions.npy", results["comet estimator"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--epoch-rows", type=int, default=2048)
+    parser.add_argument("--peer-python", default="/work/comet-venv/bin/python")
+    parser.add_argument("--skip-epoch", action="store_true")
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--out", default="runs/bench_comet")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.skip_epoch:
+        epoch_times(args, out)
+    if not args.skip_quality:
+        quality(args, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""unbabel-comet side of the COMET benchmarks; runs ONLY in the separate peer virtual environment.
+
+    /work/comet-venv/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32]
+    /work/comet-venv/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64]
+
+Builds COMET's ``RegressionMetric`` with the architecture of lightning-metrics' ``CometEstimator``
+(BERT encoder from a local folder, softmax layer mix without layer norm, average pooling, a
+[1024, 256] Tanh head) and prints one JSON line: the epoch wall time (train) or the prediction
+wall time and scores (predict). unbabel-comet pins transformers 4, hence the separate venv.
+"""
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def build(encoder: str, train: str | None = None, batch: int = 32):
+    from comet.models import RegressionMetric
+
+    return RegressionMetric(
+        encoder_model="BERT", pretrained_model=encoder, local_files_only=True, layer="mix", layer_transformation="softmax",
+        layer_norm=False, pool="avg", hidden_sizes=[1024, 256], activations="Tanh", dropout=0.1, batch_size=batch,
+        nr_frozen_epochs=0.3, keep_embeddings_frozen=True, encoder_learning_rate=3e-5, learning_rate=3e-4, layerwise_decay=0.9,
+        train_data=[train] if train else [], validation_data=[train] if train else [],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["train", "predict"])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--encoder", required=True)
+    parser.add_argument("--weights", default=None)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--precision", default="32")
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+    import pytorch_lightning as pl
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    pl.seed_everything(0)
+    if args.mode == "train":
+        model = build(args.encoder, args.data, args.batch)
+        trainer = pl.Trainer(max_epochs=1, accelerator="cpu", devices=1, precision=args.precision, logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0, num_sanity_val_steps=0)
+        start = time.perf_counter()
+        trainer.fit(model)
+        print(json.dumps({"epoch_seconds": time.perf_counter() - start, "steps": trainer.global_step}))
+        return
+    import csv
+
+    from safetensors.torch import load_file
+
+    model = build(args.encoder)
+    missing, unexpected = model.load_state_dict(load_file(args.weights), strict=False)
+    if unexpected or [k for k in missing if not k.startswith("encoder.model.pooler")]:
+        raise SystemExit(f"weights do not fit: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    with open(args.data, encoding="utf-8", newline="") as f:
+        samples = [{"src": r["src"], "mt": r["mt"], "ref": r["ref"]} for r in csv.DictReader(f)]
+    start = time.perf_counter()
+    out = model.predict(samples, batch_size=args.batch, gpus=0, accelerator="cpu", progress_bar=False)
+    print(json.dumps({"seconds": time.perf_counter() - start, "scores": [float(s) for s in out.scores]}))
+
+
+if __name__ == "__main__":
+    main()
