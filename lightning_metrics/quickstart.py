@@ -37,7 +37,7 @@ EXAMPLES = [  # (candidate, reference): what a reader can judge at a glance
 class QuickstartSettings:
     """Budgets and hyper-parameters (flags of the same names; ``configs/quickstart.yaml`` mirrors the defaults)."""
 
-    sentences: int = 3000
+    sentences: int = 6000
     pairs_per_sentence: int = 2
     max_length: int = 96
     batch_size: int = 32

@@ -90,9 +90,13 @@ def test_each_unique_sentence_is_encoded_once(tiny_encoder):
     rows = [{"src": "The cat sat on the mat.", "ref": "The cat is on the mat.", "mt": m, "index": i, "score": 0.0}
             for i, m in enumerate(["A cat sat.", "The cat is on the mat.", "A dog ran."])]
     batch = SentencesCollate(tok, 64, ("src", "mt", "ref"), ["score"], {}, {})(rows)
-    assert batch["inputs"]["input_ids"].shape[0] == 4  # 9 fields, 4 distinct sentences
-    # src -> 0, then mt in order (the second mt equals the ref), then ref
-    assert batch["positions"]["mt"].tolist() == [1, 2, 3] and batch["positions"]["ref"].tolist() == [2, 2, 2]
+    groups = batch["inputs"]
+    assert sum(g["input_ids"].shape[0] for g in groups) == 4  # 9 fields, 4 distinct sentences
+    sequences = [ids[mask.bool()].tolist() for g in groups for ids, mask in zip(g["input_ids"], g["attention_mask"])]
+    assert [len(s) for s in sequences] == sorted(len(s) for s in sequences)  # padded in groups sorted by length
+    for field in ("src", "mt", "ref"):
+        for row, position in zip(rows, batch["positions"][field].tolist()):
+            assert sequences[position] == tok(row[field])["input_ids"]
     model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,)).eval()
     with torch.no_grad():
         together = model(batch)

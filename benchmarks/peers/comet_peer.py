@@ -59,7 +59,7 @@ def main() -> None:
 
     model = build(args.encoder)
     missing, unexpected = model.load_state_dict(load_file(args.weights), strict=False)
-    if unexpected or [k for k in missing if not k.startswith("encoder.model.pooler")]:
+    if unexpected or [k for k in missing if not k.startswith(("encoder.model.pooler", "layerwise_attention.dropout_"))]:
         raise SystemExit(f"weights do not fit: missing {missing[:5]}, unexpected {unexpected[:5]}")
     with open(args.data, encoding="utf-8", newline="") as f:
         samples = [{"src": r["src"], "mt": r["mt"], "ref": r["ref"]} for r in csv.DictReader(f)]

@@ -84,10 +84,12 @@ class CrossEncoderCollate:
 class SentencesCollate:
     """Tokenise each *unique* sentence of a batch once, for models that encode fields separately.
 
-    ``fields`` (e.g. src, mt, ref) are looked up in every row; the batch holds ``inputs`` (the
-    unique sentences, padded) and ``positions[field]``: for each row, which unique sentence is
-    its ``field``. Sources and references repeat across systems, so a batch of 32 rows often
-    holds far fewer than 96 distinct sentences.
+    ``fields`` (e.g. src, mt, ref) are looked up in every row. Sources and references repeat
+    across systems, so a batch of 32 rows often holds far fewer than 96 distinct sentences. The
+    unique sentences are sorted by token length and padded in groups of ``len(rows)``, so a long
+    source does not pad every short output. The batch holds ``inputs`` (a list of padded groups,
+    in sorted order) and ``positions[field]``: per row, the index of its sentence in the
+    concatenation of the groups.
     """
 
     def __init__(self, tokenizer, max_length: int, fields: Sequence[str], targets: Sequence[str], lp_ids: dict, system_ids: dict):
@@ -97,6 +99,24 @@ class SentencesCollate:
     def __call__(self, rows: list[dict]) -> dict:
         unique: dict[str, int] = {}
         positions = {f: [unique.setdefault(r[f], len(unique)) for r in rows] for f in self.fields}
-        enc = self.tokenizer(list(unique), truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
-        return {"inputs": dict(enc), "positions": {f: torch.tensor(p, dtype=torch.long) for f, p in positions.items()},
+        ids = self.tokenizer(list(unique), truncation=True, max_length=self.max_length)["input_ids"]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[order] = np.arange(len(ids))
+        groups = [self._pad([ids[i] for i in order[start : start + len(rows)]]) for start in range(0, len(order), len(rows))]
+        return {"inputs": groups, "positions": {f: torch.from_numpy(rank[p]) for f, p in positions.items()},
                 **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+
+    def _pad(self, sequences: list[list[int]]) -> dict:
+        width = max(len(s) for s in sequences)
+        input_ids = torch.full((len(sequences), width), int(self.tokenizer.pad_token_id or 0), dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        for j, seq in enumerate(sequences):
+            span = slice(width - len(seq), width) if left else slice(0, len(seq))
+            input_ids[j, span] = torch.tensor(seq, dtype=torch.long)
+            mask[j, span] = 1
+        out = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in getattr(self.tokenizer, "model_input_names", []):
+            out["token_type_ids"] = torch.zeros_like(input_ids)
+        return out

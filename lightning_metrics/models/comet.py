@@ -27,7 +27,8 @@ class SentenceEmbeddingModel(MetricModel):
 
     def field_embeddings(self, batch: dict) -> dict[str, torch.Tensor]:
         """``{field: [B, H]}``: the batch's unique sentences embedded once, then gathered per row."""
-        unique = self.embed(batch["inputs"])
+        inputs = batch["inputs"]
+        unique = torch.cat([self.embed(group) for group in inputs]) if isinstance(inputs, list) else self.embed(inputs)
         return {field: unique[positions] for field, positions in batch["positions"].items()}
 
     def forward(self, batch: dict) -> torch.Tensor:
