@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 WORDNET := /usr/share/wordnet/index.sense
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=offline
 
-.PHONY: setup test quickstart clean
+.PHONY: setup test quickstart peer-venv clean
 
 setup: $(STAMP) $(WORDNET)
 
@@ -33,6 +33,14 @@ test: setup
 
 quickstart: setup
 	$(OFFLINE) $(VENV)/bin/lightning-metrics quickstart
+
+# unbabel-comet (the peer the COMET benchmarks compare against) pins transformers 4: its own venv,
+# used only by benchmarks/score_speed.py and benchmarks/comet_wmt.py, never a dependency.
+peer-venv:
+	test -x .venv-comet/bin/python || $(PYTHON) -m venv .venv-comet
+	.venv-comet/bin/python -m pip install --quiet torch==2.13.0
+	.venv-comet/bin/python -m pip install --quiet unbabel-comet
+	.venv-comet/bin/python -m pip install --quiet 'setuptools<81'
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

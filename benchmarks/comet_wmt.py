@@ -1,6 +1,6 @@
 """COMET-style estimator on real DA ratings: dev Kendall per language pair, and epoch time vs unbabel-comet.
 
-    .venv/bin/python benchmarks/comet_wmt.py [--steps 300] [--epoch-rows 1024] [--peer-python /work/comet-venv/bin/python]
+    .venv/bin/python benchmarks/comet_wmt.py [--steps 300] [--epoch-rows 1024] [--peer-python .venv-comet/bin/python]
 
 1. Epoch time: the first ``--epoch-rows`` rows of the document-split training set, one epoch,
    batch 32, fp32 and bf16-mixed, encoder frozen for the first 30% (both sides), validation off; ours
@@ -115,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--epoch-rows", type=int, default=1024)
-    parser.add_argument("--peer-python", default="/work/comet-venv/bin/python")
+    parser.add_argument("--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)")
     parser.add_argument("--skip-epoch", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--out", default="runs/bench_comet")

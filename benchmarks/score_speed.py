@@ -1,6 +1,6 @@
 """Scoring speed against unbabel-comet's ``predict``, same architecture and weights; peak RSS on many lines.
 
-    .venv/bin/python benchmarks/score_speed.py [--rows 2000] [--batch 64] [--peer-python /work/comet-venv/bin/python]
+    .venv/bin/python benchmarks/score_speed.py [--rows 2000] [--batch 64] [--peer-python .venv-comet/bin/python]
     .venv/bin/python benchmarks/score_speed.py --rss-lines 200000 [--rss-encoder default]
 
 1. Build a ``CometEstimator`` on the default encoder (MiniLM) with a seeded [1024, 256] head,
@@ -174,7 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--peer-python", default="/work/comet-venv/bin/python")
+    parser.add_argument("--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)")
     parser.add_argument("--out", default="runs/bench_score")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rss-lines", type=int, default=0, help="instead of the speed table: peak RSS of scoring this many lines")

@@ -117,28 +117,29 @@ class LearnedMetric:
         return out
 
     def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device) -> np.ndarray:
-        from lightning_metrics.data.batching import CrossEncoderCollate
+        from lightning_metrics.data.batching import pad_sequences
 
-        collate = CrossEncoderCollate(self.tokenizer, self.max_length, [], {}, {})
-        n = len(rows["mt"])
-        order = sorted(range(n), key=lambda i: len(rows["mt"][i]) + len(rows["ref"][i]))
-        out = np.zeros(n)
-        for start in range(0, n, batch_size):
+        enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
+        ids, types = enc["input_ids"], enc.get("token_type_ids")
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = np.zeros(len(ids))
+        for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            batch = collate([{"mt": rows["mt"][i], "ref": rows["ref"][i], "index": i} for i in idx])
-            batch["inputs"] = {k: v.to(target) for k, v in batch["inputs"].items()}
-            out[idx] = self.model.predict_scores(batch).float().cpu().numpy()
+            inputs = pad_sequences(self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx])
+            out[idx] = self.model.predict_scores({"inputs": {k: v.to(target) for k, v in inputs.items()}}).float().cpu().numpy()
         return out
 
     def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device) -> np.ndarray:
+        from lightning_metrics.data.batching import pad_sequences
+
         unique: dict[str, int] = {}
         positions = {f: torch.tensor([unique.setdefault(t, len(unique)) for t in texts]) for f, texts in rows.items()}
-        texts = list(unique)
-        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = torch.empty(len(texts), self.model.hidden_size)
-        for start in range(0, len(texts), batch_size):
+        ids = self.tokenizer(list(unique), truncation=True, max_length=self.max_length)["input_ids"]
+        by_length = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # token counts: scripts differ in chars per token
+        vectors = torch.empty(len(ids), self.model.hidden_size)
+        for start in range(0, len(ids), batch_size):
             idx = by_length[start : start + batch_size]
-            enc = self.tokenizer([texts[i] for i in idx], truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+            enc = pad_sequences(self.tokenizer, [ids[i] for i in idx])
             vectors[idx] = self.model.embed({k: v.to(target) for k, v in enc.items()}).float().cpu()
         out = []
         for start in range(0, len(rows["mt"]), 4096):  # the head is cheap: large row batches

@@ -34,16 +34,21 @@ TINY_CORPUS = [
 
 
 def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a random BERT (``layers`` x ``hidden``) and a WordPiece tokenizer trained on ``corpus``."""
+    """Write a random BERT (``layers`` x ``hidden``) and a WordPiece tokenizer built from ``corpus`` (same files every run)."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=400, special_tokens=special))
+    # a WordPiece vocabulary built deterministically (the trainer breaks ties in hash order, so
+    # its vocabulary changed from run to run): every corpus word, every character, and every
+    # character as a continuation piece; other words split into characters
+    normalizer, pre = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    words = sorted({w for line in corpus for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(line))})
+    chars = sorted(set("".join(words)) | set("abcdefghijklmnopqrstuvwxyz0123456789.,;:!?'\"()-"))
+    vocab = list(dict.fromkeys([*special, *chars, *(f"##{c}" for c in chars), *words]))
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer = normalizer, pre
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]

@@ -73,10 +73,17 @@ def test_column_flags_and_config_file(tmp_path, capsys):
 
 
 def test_console_script_quickstart(tmp_path):
+    """The whole quickstart (generate, pre-train, export, score, probe) on tiny budgets; the export loads in a fresh process."""
+    budgets = ["--sentences", "40", "--pairs-per-sentence", "2", "--probe-sentences", "8", "--num-proc", "1"]
     proc = subprocess.run(
-        [sys.executable, "-m", "lightning_metrics.cli", "quickstart", "--out", str(tmp_path / "qs")],
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "lightning_metrics.cli", "quickstart", "--out", str(tmp_path / "qs"), "--checkpoints", str(tmp_path / "ck"), *budgets],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )
-    assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^chrf\s+avg", proc.stdout, re.M) and re.search(r"^bertscore\s+fr-en", proc.stdout, re.M)
-    assert json.loads((tmp_path / "qs" / "evaluation.json").read_text())["metrics"]["chrf"]["de-en"]["n"] == 12
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert re.search(r"^candidate\s+quickstart\s+bleu\s+chrf\s+bertscore$", out, re.M)
+    assert re.search(r"^The cat is not on the mat\.\s+-?\d\.\d{4}\s+50\.0000", out, re.M)  # BLEU of the negated example
+    assert re.search(r"^chrf\s+all\s", out, re.M) and "Kendall tau between severity and mean drop" in out
+    code = f"from lightning_metrics import load_metric; print(load_metric({str(tmp_path / 'ck' / 'quickstart')!r}).score(mt=['a cat'], ref=['the cat']).scores)"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0 and re.fullmatch(r"\[-?\d+\.\d+(e-?\d+)?\]\n", loaded.stdout), loaded.stderr[-2000:]

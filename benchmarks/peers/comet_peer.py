@@ -1,7 +1,7 @@
 """unbabel-comet side of the COMET benchmarks; runs ONLY in the separate peer virtual environment.
 
-    /work/comet-venv/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32]
-    /work/comet-venv/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64]
 
 Builds COMET's ``RegressionMetric`` with the architecture of lightning-metrics' ``CometEstimator``
 (BERT encoder from a local folder, softmax layer mix without layer norm, average pooling, a

@@ -108,15 +108,24 @@ class SentencesCollate:
                 **_common(rows, self.targets, self.lp_ids, self.system_ids)}
 
     def _pad(self, sequences: list[list[int]]) -> dict:
-        width = max(len(s) for s in sequences)
-        input_ids = torch.full((len(sequences), width), int(self.tokenizer.pad_token_id or 0), dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        for j, seq in enumerate(sequences):
-            span = slice(width - len(seq), width) if left else slice(0, len(seq))
-            input_ids[j, span] = torch.tensor(seq, dtype=torch.long)
-            mask[j, span] = 1
-        out = {"input_ids": input_ids, "attention_mask": mask}
-        if "token_type_ids" in getattr(self.tokenizer, "model_input_names", []):
-            out["token_type_ids"] = torch.zeros_like(input_ids)
-        return out
+        return pad_sequences(self.tokenizer, sequences)
+
+
+def pad_sequences(tokenizer, sequences: list[list[int]], token_types: list[list[int]] | None = None) -> dict:
+    """Pad token-id lists into ``input_ids``/``attention_mask``, and ``token_type_ids`` when the
+    model takes them (``token_types`` per sequence, else zeros)."""
+    width = max(len(s) for s in sequences)
+    input_ids = torch.full((len(sequences), width), int(tokenizer.pad_token_id or 0), dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    for j, seq in enumerate(sequences):
+        span = slice(width - len(seq), width) if left else slice(0, len(seq))
+        input_ids[j, span] = torch.tensor(seq, dtype=torch.long)
+        mask[j, span] = 1
+    out = {"input_ids": input_ids, "attention_mask": mask}
+    if "token_type_ids" in getattr(tokenizer, "model_input_names", []):
+        out["token_type_ids"] = torch.zeros_like(input_ids)
+        for j, types in enumerate(token_types or []):
+            span = slice(width - len(types), width) if left else slice(0, len(types))
+            out["token_type_ids"][j, span] = torch.tensor(types, dtype=torch.long)
+    return out
