@@ -215,11 +215,7 @@ def run_score(cfg) -> int:
 
     metric = load_metric(cfg.model)
     needs_ref, needs_src = getattr(metric, "needs_ref", True), getattr(metric, "needs_src", False)
-    options = {"batch_size": cfg.batch_size, "device": cfg.device}
-    if cfg.devices > 1:
-        options["devices"] = cfg.devices
-    if hasattr(metric, "inputs"):
-        options["progress"] = not cfg.quiet
+    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": not cfg.quiet}
     if cfg.data:
         required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
         data = read_ratings(cfg.data, required=required, on_invalid=cfg.on_invalid)

@@ -59,8 +59,14 @@ class BaselineMetric:
         src: Sequence[str] | None = None,
         batch_size: int = 64,
         device: str = "cpu",
+        devices: int = 1,
+        progress: bool = False,
     ) -> ScoreResult:
-        """Score candidates ``mt`` against references ``ref`` (``src`` is accepted and unused)."""
+        """Score candidates ``mt`` against references ``ref`` (``src`` is accepted and unused).
+
+        Same signature as a learned metric's; built-in metrics run on one device (``devices`` is
+        accepted for that reason), BERTScore on ``device`` with a progress bar of its own.
+        """
         if ref is None:
             raise LightningMetricsError(f"{self.name} needs references (ref=...)")
         if len(mt) != len(ref) or (src is not None and len(src) != len(mt)):

@@ -56,6 +56,7 @@ def test_round_trip_in_a_fresh_offline_process(trained, tmp_path, capsys):
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded == pytest.approx(in_memory, abs=1e-6)
     result = load_metric(str(out)).score(mt=MT, ref=REF)
+    assert load_metric(str(out)).score(mt=MT * 3, ref=REF * 3, devices=2, batch_size=2).scores == pytest.approx(loaded * 3, abs=1e-6)
     assert result.signature.startswith("tiny|hash:") and result.system_score == pytest.approx(sum(loaded) / len(loaded), abs=1e-6)
     capsys.readouterr()
     (tmp_path / "h.txt").write_text("\n".join(MT) + "\n")

@@ -88,8 +88,11 @@ class MetricDataModule(pl.LightningDataModule):
         return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
 
     def _lengths(self, rows: dict) -> list[int]:
+        """Token counts per row (all text fields), for length bucketing: characters mislead across scripts."""
         columns = [rows[f] for f in self.text_fields if f in rows]
-        return [sum(len(text) for text in texts) for texts in zip(*columns)]
+        unique = list(dict.fromkeys(t for column in columns for t in column))
+        counts = dict(zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False)["input_ids"])))
+        return [sum(counts[text] for text in texts) for texts in zip(*columns)]
 
     def train_dataloader(self) -> DataLoader:
         sampler = LengthBucketSampler(self._lengths(self.train_rows), self.batch_size, seed=self.seed)
