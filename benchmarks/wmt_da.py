@@ -12,7 +12,7 @@ Models (default encoder, bf16 autocast on CPU, batch 32, max 128 tokens, ``--ste
 Tests:
 1. in distribution: ../shared/data/wmt21_da_toen.csv, 10% of documents held out (seed 0);
 2. leave one language pair out: ``bleurt+pre`` fine-tuned on two of is-en/ja-en/ru-en, tested on
-   every row of the third;
+   the third (every row, or whole documents up to ``--lolo-max-rows``);
 3. ../shared/data/wmt21_mqm_newstest.csv zh-en: a new language pair, MQM instead of DA.
 
 Segment Kendall tau-b with 95% bootstrap CIs (segments resampled). Writes ``results.md``,
@@ -36,7 +36,7 @@ import pytorch_lightning as pl  # noqa: E402
 
 from lightning_metrics.baselines import baseline_scores  # noqa: E402
 from lightning_metrics.correlation import correlate_metrics  # noqa: E402
-from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
+from lightning_metrics.data.modules import RatingsDataModule, split_by_group  # noqa: E402
 from lightning_metrics.data.readers import read_ratings  # noqa: E402
 from lightning_metrics.export import export_checkpoint  # noqa: E402
 from lightning_metrics.models import BleurtRegressor, CometEstimator  # noqa: E402
@@ -117,6 +117,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300, help="fine-tuning steps of 32 rows per model")
     parser.add_argument("--lolo-steps", type=int, default=300)
+    parser.add_argument("--lolo-max-rows", type=int, default=0, help="test on at most this many rows (whole documents) of the held-out pair; 0: all")
     parser.add_argument("--pretrained", default="runs/bench_bleurt/pretrain.ckpt")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--out", default="runs/wmt_da")
@@ -144,13 +145,17 @@ def main() -> None:
     for held in LPS:
         keep = [i for i, lp in enumerate(full["lp"]) if lp != held]
         test = {k: [v[i] for i, lp in enumerate(full["lp"]) if lp == held] for k, v in full.items()}
+        if args.lolo_max_rows and len(test["mt"]) > args.lolo_max_rows:  # whole documents, seeded, up to the cap
+            _, picked = split_by_group(test["doc_id"], args.lolo_max_rows / len(test["mt"]), args.seed)
+            test = {k: [v[i] for i in picked] for k, v in test.items()}
         train_csv = write_csv({k: [v[i] for i in keep] for k, v in full.items()}, out / "data" / f"without_{held}.csv")
         folder = fit(f"bleurt+pre-no-{held}", BleurtRegressor, train_csv, out, args.lolo_steps, args.seed, args.pretrained)
         metrics = {m: scores_for(m, test, out / "scores" / f"lolo_{held}" / f"{m}.npy") for m in BASELINES}
         metrics["bleurt+pre (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}" / "bleurt+pre.npy")
         for metric, by_group in table(held, metrics, test, args.bootstrap, args.seed).items():
             lolo.setdefault(metric, {}).update(by_group)
-    sections["leave one language pair out (trained on the other two)"] = (lolo, len(full["mt"]))
+    n_lolo = sum(len(np.load(out / "scores" / f"lolo_{held}" / "chrf.npy")) for held in LPS)
+    sections["leave one language pair out (trained on the other two)"] = (lolo, n_lolo)
 
     # 3. MQM zh-en
     mqm_all = read_ratings(str(MQM), required=("src", "mt", "ref", "score"), on_invalid="skip").to_dict()
@@ -164,7 +169,7 @@ def main() -> None:
 def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: dict) -> None:
     from lightning_metrics.plots import kendall_bars, scatter_plots
 
-    text = [f"# WMT benchmark (`benchmarks/wmt_da.py --steps {args.steps} --lolo-steps {args.lolo_steps}`)", ""]
+    text = [f"# WMT benchmark (`benchmarks/wmt_da.py --steps {args.steps} --lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}`)", ""]
     for title, (results, n) in sections.items():
         text += [markdown(title, results, n), ""]
     dev_avg = sections["in distribution"][0]

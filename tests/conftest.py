@@ -41,12 +41,16 @@ def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 
 
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     # a WordPiece vocabulary built deterministically (the trainer breaks ties in hash order, so
-    # its vocabulary changed from run to run): every corpus word, every character, and every
-    # character as a continuation piece; other words split into characters
+    # its vocabulary changed from run to run): every corpus word, every character (alone and as
+    # a continuation), and the 300 most frequent 2-3 letter pieces, ties broken alphabetically
+    from collections import Counter
+
     normalizer, pre = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
     words = sorted({w for line in corpus for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(line))})
     chars = sorted(set("".join(words)) | set("abcdefghijklmnopqrstuvwxyz0123456789.,;:!?'\"()-"))
-    vocab = list(dict.fromkeys([*special, *chars, *(f"##{c}" for c in chars), *words]))
+    pieces = Counter((w[i : i + n] if i == 0 else f"##{w[i : i + n]}") for w in words for n in (2, 3) for i in range(len(w) - n + 1))
+    frequent = [p for p, _ in sorted(pieces.items(), key=lambda kv: (-kv[1], kv[0]))[:300]]
+    vocab = list(dict.fromkeys([*special, *chars, *(f"##{c}" for c in chars), *words, *frequent]))
     tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
     tok.normalizer, tok.pre_tokenizer = normalizer, pre
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
