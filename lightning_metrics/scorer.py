@@ -111,12 +111,11 @@ class LearnedMetric:
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
                 rows = {k: [v[i] for i in chunk] for k, v in columns.items()}
-                scores = self._chunk_sentences(rows, batch_size, target) if sentences else self._chunk_cross(rows, batch_size, target)
+                scores = self._chunk_sentences(rows, batch_size, target, bar) if sentences else self._chunk_cross(rows, batch_size, target, bar)
                 out[chunk] = scores
-                bar.update(len(chunk))
         return out
 
-    def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device) -> np.ndarray:
+    def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
         from lightning_metrics.data.batching import pad_sequences
 
         enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
@@ -127,9 +126,10 @@ class LearnedMetric:
             idx = order[start : start + batch_size]
             inputs = pad_sequences(self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx])
             out[idx] = self.model.predict_scores({"inputs": {k: v.to(target) for k, v in inputs.items()}}).float().cpu().numpy()
+            bar.update(len(idx))
         return out
 
-    def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device) -> np.ndarray:
+    def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
         from lightning_metrics.data.batching import pad_sequences
 
         unique: dict[str, int] = {}
@@ -141,6 +141,8 @@ class LearnedMetric:
             idx = by_length[start : start + batch_size]
             enc = pad_sequences(self.tokenizer, [ids[i] for i in idx])
             vectors[idx] = self.model.embed({k: v.to(target) for k, v in enc.items()}).float().cpu()
+            shown = len(rows["mt"]) * min(len(ids), start + batch_size) // len(ids)  # rows, in proportion to sentences encoded
+            bar.update(shown - (len(rows["mt"]) * start // len(ids)))
         out = []
         for start in range(0, len(rows["mt"]), 4096):  # the head is cheap: large row batches
             part = {f: vectors[p[start : start + 4096]].to(target) for f, p in positions.items()}
