@@ -130,21 +130,17 @@ class LearnedMetric:
         return out
 
     def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
-        from lightning_metrics.data.batching import pad_sequences
+        from lightning_metrics.data.batching import unique_sentence_groups
 
-        unique: dict[str, int] = {}
-        positions = {f: torch.tensor([unique.setdefault(t, len(unique)) for t in texts]) for f, texts in rows.items()}
-        ids = self.tokenizer(list(unique), truncation=True, max_length=self.max_length)["input_ids"]
-        by_length = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # token counts: scripts differ in chars per token
-        vectors = torch.empty(len(ids), self.model.hidden_size)
-        for start in range(0, len(ids), batch_size):
-            idx = by_length[start : start + batch_size]
-            enc = pad_sequences(self.tokenizer, [ids[i] for i in idx])
-            vectors[idx] = self.model.embed({k: v.to(target) for k, v in enc.items()}).float().cpu()
-            shown = len(rows["mt"]) * min(len(ids), start + batch_size) // len(ids)  # rows, in proportion to sentences encoded
-            bar.update(shown - (len(rows["mt"]) * start // len(ids)))
+        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, rows, batch_size)
+        n_rows, n_unique, done, vectors = len(rows["mt"]), sum(len(g["input_ids"]) for g in groups), 0, []
+        for group in groups:
+            vectors.append(self.model.embed({k: v.to(target) for k, v in group.items()}).float().cpu())
+            bar.update(n_rows * (done + len(group["input_ids"])) // n_unique - n_rows * done // n_unique)  # rows, in proportion
+            done += len(group["input_ids"])
+        vectors = torch.cat(vectors)
         out = []
-        for start in range(0, len(rows["mt"]), 4096):  # the head is cheap: large row batches
+        for start in range(0, n_rows, 4096):  # the head is cheap: large row batches
             part = {f: vectors[p[start : start + 4096]].to(target) for f, p in positions.items()}
             out.append(self.model.scores_from_embeddings(part).float().cpu())
         return torch.cat(out).numpy()

@@ -97,18 +97,21 @@ class SentencesCollate:
         self.targets, self.lp_ids, self.system_ids = list(targets), lp_ids, system_ids
 
     def __call__(self, rows: list[dict]) -> dict:
-        unique: dict[str, int] = {}
-        positions = {f: [unique.setdefault(r[f], len(unique)) for r in rows] for f in self.fields}
-        ids = self.tokenizer(list(unique), truncation=True, max_length=self.max_length)["input_ids"]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        rank = np.empty(len(ids), dtype=np.int64)
-        rank[order] = np.arange(len(ids))
-        groups = [self._pad([ids[i] for i in order[start : start + len(rows)]]) for start in range(0, len(order), len(rows))]
-        return {"inputs": groups, "positions": {f: torch.from_numpy(rank[p]) for f, p in positions.items()},
-                **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {f: [r[f] for r in rows] for f in self.fields}, len(rows))
+        return {"inputs": groups, "positions": positions, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
 
-    def _pad(self, sequences: list[list[int]]) -> dict:
-        return pad_sequences(self.tokenizer, sequences)
+
+def unique_sentence_groups(tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int) -> tuple[list[dict], dict]:
+    """The distinct sentences of ``columns``, tokenised once, sorted by token count and padded in
+    groups of ``group_size``; and per field, each row's index into the concatenated groups."""
+    unique: dict[str, int] = {}
+    positions = {f: [unique.setdefault(t, len(unique)) for t in texts] for f, texts in columns.items()}
+    ids = tokenizer(list(unique), truncation=True, max_length=max_length)["input_ids"]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # token counts: scripts differ in characters per token
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    groups = [pad_sequences(tokenizer, [ids[i] for i in order[start : start + group_size]]) for start in range(0, len(order), group_size)]
+    return groups, {f: torch.from_numpy(rank[p]) for f, p in positions.items()}
 
 
 def pad_sequences(tokenizer, sequences: list[list[int]], token_types: list[list[int]] | None = None) -> dict:

@@ -42,6 +42,9 @@ class SentenceEmbeddingModel(MetricModel):
         """Metric scores [B] from sentence vectors (the scorer embeds unique sentences itself)."""
         return self.scores_from(self.from_embeddings(vectors))
 
+    def predict_scores(self, batch: dict) -> torch.Tensor:
+        return self.scores_from_embeddings(self.field_embeddings(batch))
+
 
 class CometEstimator(SentenceEmbeddingModel):
     """Source- and reference-aware estimator (COMET's ``RegressionMetric``)."""

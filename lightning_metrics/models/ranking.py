@@ -43,9 +43,6 @@ class CometRanker(SentenceEmbeddingModel):
     def scores_from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
         return ranking_score(vectors["mt"].float(), vectors["src"].float(), vectors["ref"].float())
 
-    def predict_scores(self, batch: dict) -> torch.Tensor:
-        return self.scores_from_embeddings(self.field_embeddings(batch))
-
     def forward(self, batch: dict) -> torch.Tensor:
         return self.predict_scores(batch).unsqueeze(1)
 
