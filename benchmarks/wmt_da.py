@@ -1,18 +1,18 @@
 """The real-data recipe: learned metrics vs BLEU, chrF and BERTScore, in and out of distribution.
 
-    .venv/bin/python benchmarks/wmt_da.py [--steps 300] [--lolo-steps 300] [--pretrained runs/bench_bleurt/pretrain.ckpt]
-        [--out runs/wmt_da] [--bootstrap 1000]
+    .venv/bin/python benchmarks/wmt_da.py [--steps 300] [--comet-steps 0] [--lolo-steps 300] [--lolo-max-rows 3000]
+        [--pretrained runs/bench_bleurt/pretrain.ckpt] [--out runs/wmt_da] [--bootstrap 1000]
 
-Models (default encoder, bf16 autocast on CPU, batch 32, max 128 tokens, ``--steps`` steps):
-- ``bleurt+pre``: BLEURT-style regressor from synthetic pre-training (``--pretrained``; made with
-  ``benchmarks/bleurt_wmt.py``, or here when absent: 5,000 WordNet sentences x 4 pairs);
+Models (default encoder, bf16 autocast on CPU, batch 32, max 128 tokens):
+- ``bleurt+pre``: BLEURT-style regressor from synthetic pre-training (``--pretrained``, made with
+  ``benchmarks/bleurt_wmt.py``), ``--steps`` steps;
 - ``bleurt``: the same from the plain encoder;
-- ``comet``: the COMET-style estimator from the plain encoder.
+- ``comet``: the COMET-style estimator from the plain encoder, ``--comet-steps`` steps (0: one epoch).
 
 Tests:
 1. in distribution: ../shared/data/wmt21_da_toen.csv, 10% of documents held out (seed 0);
-2. leave one language pair out: ``bleurt+pre`` fine-tuned on two of is-en/ja-en/ru-en, tested on
-   the third (every row, or whole documents up to ``--lolo-max-rows``);
+2. leave one language pair out: ``--lolo-model`` fine-tuned on two of is-en/ja-en/ru-en for
+   ``--lolo-steps`` steps, tested on the third (every row, or whole documents up to ``--lolo-max-rows``);
 3. ../shared/data/wmt21_mqm_newstest.csv zh-en: a new language pair, MQM instead of DA.
 
 Segment Kendall tau-b with 95% bootstrap CIs (segments resampled). Writes ``results.md``,
@@ -49,9 +49,11 @@ BASELINES = ("bleu", "chrf", "bertscore")
 
 
 def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, init_from: str | None = None) -> Path:
-    """Fine-tune on ``train_csv`` (10% of documents held out), export to ``out/models/name``; cached."""
+    """Fine-tune on ``train_csv`` (10% of documents held out) for ``steps`` batches (0: one epoch);
+    export to ``out/models/name``. Cached: reused while its ``fit.json`` matches these settings."""
     folder = out / "models" / name
-    if (folder / "metric.json").is_file():
+    settings = {"family": family.__name__, "train": Path(train_csv).name, "steps": steps, "seed": seed, "init_from": init_from}
+    if (folder / "metric.json").is_file() and (folder / "fit.json").is_file() and json.loads((folder / "fit.json").read_text()) == settings:
         return folder
     pl.seed_everything(seed)
     dm = RatingsDataModule(train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed)
@@ -59,19 +61,21 @@ def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, ini
     model = family(hidden_sizes=[1024, 256], **kwargs) if family is CometEstimator else family(**kwargs)
     start = time.perf_counter()
     trainer = pl.Trainer(default_root_dir=out / "runs" / name, logger=pl.loggers.CSVLogger(out / "runs", name=name), precision="bf16-mixed",
-                         max_epochs=1, limit_train_batches=steps, limit_val_batches=0, num_sanity_val_steps=0, gradient_clip_val=1.0,
+                         max_epochs=1, limit_train_batches=steps or None, limit_val_batches=0, num_sanity_val_steps=0, gradient_clip_val=1.0,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(model, dm)
     trainer.save_checkpoint(out / "runs" / f"{name}.ckpt")
     export_checkpoint(out / "runs" / f"{name}.ckpt", folder, force=True)
     (folder / "train_seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
+    (folder / "fit.json").write_text(json.dumps(settings) + "\n")
     return folder
 
 
 def scores_for(metric: str, rows: dict, cache: Path) -> np.ndarray:
     """Segment scores of a built-in metric name or an exported folder on ``rows``; cached as .npy."""
-    if cache.is_file():
-        return np.load(cache)
+    model_file = Path(metric) / "metric.json"
+    if cache.is_file() and (not model_file.is_file() or cache.stat().st_mtime > model_file.stat().st_mtime):
+        return np.load(cache)  # still valid: written after the model it scores
     if Path(metric).is_dir():
         values = load_metric(metric).score(mt=rows["mt"], ref=rows["ref"], src=rows.get("src"), batch_size=64, progress=True).scores
     else:
@@ -115,9 +119,11 @@ def markdown(title: str, results: dict, n_rows: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300, help="fine-tuning steps of 32 rows per model")
+    parser.add_argument("--steps", type=int, default=300, help="fine-tuning steps of 32 rows for the BLEURT-style models")
+    parser.add_argument("--comet-steps", type=int, default=0, help="fine-tuning steps of the COMET estimator; 0: one epoch")
+    parser.add_argument("--lolo-model", default="comet", choices=["comet", "bleurt+pre"], help="the model trained without one language pair")
     parser.add_argument("--lolo-steps", type=int, default=300)
-    parser.add_argument("--lolo-max-rows", type=int, default=0, help="test on at most this many rows (whole documents) of the held-out pair; 0: all")
+    parser.add_argument("--lolo-max-rows", type=int, default=3000, help="test on at most this many rows (whole documents) of the held-out pair; 0: all")
     parser.add_argument("--pretrained", default="runs/bench_bleurt/pretrain.ckpt")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--out", default="runs/wmt_da")
@@ -135,7 +141,7 @@ def main() -> None:
     dev = dm.val_rows
     models = {"bleurt+pre": fit("bleurt+pre", BleurtRegressor, str(DA), out, args.steps, args.seed, args.pretrained),
               "bleurt": fit("bleurt", BleurtRegressor, str(DA), out, args.steps, args.seed),
-              "comet": fit("comet", CometEstimator, str(DA), out, args.steps, args.seed)}
+              "comet": fit("comet", CometEstimator, str(DA), out, args.comet_steps, args.seed)}
     names = {**{m: m for m in BASELINES}, **{k: str(v) for k, v in models.items()}}
     in_dist = {k: scores_for(v, dev, out / "scores" / "dev" / f"{k}.npy") for k, v in names.items()}
     sections = {"in distribution": (table("dev", in_dist, dev, args.bootstrap, args.seed), len(dev["mt"]))}
@@ -158,9 +164,10 @@ def lolo_section(args, out: Path, sections: dict) -> None:
             _, picked = split_by_group(test["doc_id"], args.lolo_max_rows / len(test["mt"]), args.seed)
             test = {k: [v[i] for i in picked] for k, v in test.items()}
         train_csv = write_csv({k: [v[i] for i in keep] for k, v in full.items()}, out / "data" / f"without_{held}.csv")
-        folder = fit(f"bleurt+pre-no-{held}", BleurtRegressor, train_csv, out, args.lolo_steps, args.seed, args.pretrained)
+        family, init_from = (CometEstimator, None) if args.lolo_model == "comet" else (BleurtRegressor, args.pretrained)
+        folder = fit(f"{args.lolo_model}-no-{held}", family, train_csv, out, args.lolo_steps, args.seed, init_from)
         metrics = {m: scores_for(m, test, out / "scores" / f"lolo_{held}" / f"{m}.npy") for m in BASELINES}
-        metrics["bleurt+pre (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}" / "bleurt+pre.npy")
+        metrics[f"{args.lolo_model} (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}" / f"{args.lolo_model}.npy")
         for metric, by_group in table(held, metrics, test, args.bootstrap, args.seed).items():
             lolo.setdefault(metric, {}).update(by_group)
     n_lolo = sum(len(np.load(out / "scores" / f"lolo_{held}" / "chrf.npy")) for held in LPS)
@@ -177,7 +184,9 @@ def mqm_section(args, out: Path, sections: dict, names: dict) -> None:
 def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: dict) -> None:
     from lightning_metrics.plots import kendall_bars, scatter_plots
 
-    text = [f"# WMT benchmark (`benchmarks/wmt_da.py --steps {args.steps} --lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}`)", ""]
+    command = (f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --lolo-model {args.lolo_model} "
+               f"--lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}")
+    text = [f"# WMT benchmark (`{command}`)", ""]
     for title, (results, n) in sections.items():
         text += [markdown(title, results, n), ""]
     dev_avg = sections["in distribution"][0]
@@ -185,6 +194,11 @@ def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: 
     margin = dev_avg[best]["avg"][0] - dev_avg["chrf"]["avg"][0]
     text.append(f"Best learned metric in distribution: **{best}**, avg Kendall {dev_avg[best]['avg'][0]:.4f} vs chrF "
                 f"{dev_avg['chrf']['avg'][0]:.4f} (margin {margin:+.4f}; target +0.05).")
+    for title, (results, _) in list(sections.items())[1:]:  # out of distribution: the best model's row vs chrF per test
+        row = next((m for m in results if m.split(" ")[0] == best), None)
+        if row is not None:
+            gaps = ", ".join(f"{g} {results[row][g][0] - results['chrf'][g][0]:+.4f}" for g in results[row] if g != "avg")
+            text.append(f"{title}: {row} minus chrF: {gaps} (target > 0).")
     text.append(f"\nTotal wall time {elapsed / 60:.0f} min (cached stages excluded).")
     (out / "results.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps({t: r for t, (r, _) in sections.items()}, indent=1, default=float) + "\n")
