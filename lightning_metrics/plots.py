@@ -70,9 +70,13 @@ def kendall_bars(table: dict[str, dict[str, tuple[float, float, float]]], out: s
     for i, metric in enumerate(metrics):
         vals = [table[metric].get(g, (math.nan, math.nan, math.nan)) for g in groups]
         tau = np.array([v[0] for v in vals])
-        low = np.array([v[0] - v[1] if math.isfinite(v[1]) else 0 for v in vals])
-        high = np.array([v[2] - v[0] if math.isfinite(v[2]) else 0 for v in vals])
-        ax.bar(x + (i - (len(metrics) - 1) / 2) * width, tau, width, yerr=[low, high], capsize=2, label=metric)
+        xs = x + (i - (len(metrics) - 1) / 2) * width
+        ax.bar(xs, tau, width, label=metric)
+        has_ci = np.array([math.isfinite(v[1]) and math.isfinite(v[2]) for v in vals])  # no whisker where no CI (e.g. avg)
+        if has_ci.any():
+            low = np.array([v[0] - v[1] for v in vals])[has_ci]
+            high = np.array([v[2] - v[0] for v in vals])[has_ci]
+            ax.errorbar(xs[has_ci], tau[has_ci], yerr=[low, high], fmt="none", ecolor="black", capsize=2, linewidth=1)
     ax.set_xticks(x, groups)
     ax.set_ylabel("Kendall tau")
     ax.set_title(title)
