@@ -1,13 +1,14 @@
 """The real-data recipe: learned metrics vs BLEU, chrF and BERTScore, in and out of distribution.
 
-    .venv/bin/python benchmarks/wmt_da.py [--steps 300] [--comet-steps 0] [--lolo-steps 300] [--lolo-max-rows 3000]
+    .venv/bin/python benchmarks/wmt_da.py [--steps 300] [--comet-steps 0] [--comet-epochs 1] [--lolo-steps 300] [--lolo-max-rows 3000]
         [--pretrained runs/bench_bleurt/pretrain.ckpt] [--out runs/wmt_da] [--bootstrap 1000]
 
 Models (default encoder, bf16 autocast on CPU, batch 32, max 128 tokens):
 - ``bleurt+pre``: BLEURT-style regressor from synthetic pre-training (``--pretrained``, made with
   ``benchmarks/bleurt_wmt.py``), ``--steps`` steps;
 - ``bleurt``: the same from the plain encoder;
-- ``comet``: the COMET-style estimator from the plain encoder, ``--comet-steps`` steps (0: one epoch).
+- ``comet``: the COMET-style estimator from the plain encoder, ``--comet-steps`` steps (0: one epoch),
+  repeated ``--comet-epochs`` times, each time from the previous export with a fresh LR schedule.
 
 Tests:
 1. in distribution: ../shared/data/wmt21_da_toen.csv, 10% of documents held out (seed 0);
@@ -48,16 +49,17 @@ LPS = ("is-en", "ja-en", "ru-en")
 BASELINES = ("bleu", "chrf", "bertscore")
 
 
-def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, init_from: str | None = None) -> Path:
+def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, init_from: str | None = None, frozen: float = 0.3) -> Path:
     """Fine-tune on ``train_csv`` (10% of documents held out) for ``steps`` batches (0: one epoch);
     export to ``out/models/name``. Cached: reused while its ``fit.json`` matches these settings."""
     folder = out / "models" / name
-    settings = {"family": family.__name__, "train": Path(train_csv).name, "steps": steps, "seed": seed, "init_from": init_from}
+    settings = {"family": family.__name__, "train": Path(train_csv).name, "steps": steps, "seed": seed, "init_from": init_from,
+                "nr_frozen_epochs": frozen}
     if (folder / "metric.json").is_file() and (folder / "fit.json").is_file() and json.loads((folder / "fit.json").read_text()) == settings:
         return folder
     pl.seed_everything(seed)
     dm = RatingsDataModule(train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed)
-    kwargs = dict(lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.3, keep_embeddings_frozen=True, init_from=init_from)
+    kwargs = dict(lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=frozen, keep_embeddings_frozen=True, init_from=init_from)
     model = family(hidden_sizes=[1024, 256], **kwargs) if family is CometEstimator else family(**kwargs)
     start = time.perf_counter()
     trainer = pl.Trainer(default_root_dir=out / "runs" / name, logger=pl.loggers.CSVLogger(out / "runs", name=name), precision="bf16-mixed",
@@ -71,8 +73,9 @@ def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, ini
     return folder
 
 
-def scores_for(metric: str, rows: dict, cache: Path) -> np.ndarray:
-    """Segment scores of a built-in metric name or an exported folder on ``rows``; cached as .npy."""
+def scores_for(metric: str, rows: dict, cache_dir: Path) -> np.ndarray:
+    """Segment scores of a built-in metric name or an exported folder on ``rows``; cached as ``cache_dir/NAME.npy``."""
+    cache = cache_dir / f"{Path(metric).name}.npy"
     model_file = Path(metric) / "metric.json"
     if cache.is_file() and (not model_file.is_file() or cache.stat().st_mtime > model_file.stat().st_mtime):
         return np.load(cache)  # still valid: written after the model it scores
@@ -121,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300, help="fine-tuning steps of 32 rows for the BLEURT-style models")
     parser.add_argument("--comet-steps", type=int, default=0, help="fine-tuning steps of the COMET estimator; 0: one epoch")
+    parser.add_argument("--comet-epochs", type=int, default=1, help="epochs of the estimator; each after the first restarts the LR schedule from the previous export")
     parser.add_argument("--lolo-model", default="comet", choices=["comet", "bleurt+pre"], help="the model trained without one language pair")
     parser.add_argument("--lolo-steps", type=int, default=300)
     parser.add_argument("--lolo-max-rows", type=int, default=3000, help="test on at most this many rows (whole documents) of the held-out pair; 0: all")
@@ -142,8 +146,10 @@ def main() -> None:
     models = {"bleurt+pre": fit("bleurt+pre", BleurtRegressor, str(DA), out, args.steps, args.seed, args.pretrained),
               "bleurt": fit("bleurt", BleurtRegressor, str(DA), out, args.steps, args.seed),
               "comet": fit("comet", CometEstimator, str(DA), out, args.comet_steps, args.seed)}
+    for epoch in range(2, args.comet_epochs + 1):  # warm restarts: each further epoch starts from the last export, encoder unfrozen
+        models["comet"] = fit(f"comet-e{epoch}", CometEstimator, str(DA), out, args.comet_steps, args.seed, str(models["comet"]), frozen=0.0)
     names = {**{m: m for m in BASELINES}, **{k: str(v) for k, v in models.items()}}
-    in_dist = {k: scores_for(v, dev, out / "scores" / "dev" / f"{k}.npy") for k, v in names.items()}
+    in_dist = {k: scores_for(v, dev, out / "scores" / "dev") for k, v in names.items()}
     sections = {"in distribution": (table("dev", in_dist, dev, args.bootstrap, args.seed), len(dev["mt"]))}
 
     # 2. leave one language pair out
@@ -166,8 +172,8 @@ def lolo_section(args, out: Path, sections: dict) -> None:
         train_csv = write_csv({k: [v[i] for i in keep] for k, v in full.items()}, out / "data" / f"without_{held}.csv")
         family, init_from = (CometEstimator, None) if args.lolo_model == "comet" else (BleurtRegressor, args.pretrained)
         folder = fit(f"{args.lolo_model}-no-{held}", family, train_csv, out, args.lolo_steps, args.seed, init_from)
-        metrics = {m: scores_for(m, test, out / "scores" / f"lolo_{held}" / f"{m}.npy") for m in BASELINES}
-        metrics[f"{args.lolo_model} (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}" / f"{args.lolo_model}.npy")
+        metrics = {m: scores_for(m, test, out / "scores" / f"lolo_{held}") for m in BASELINES}
+        metrics[f"{args.lolo_model} (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}")
         for metric, by_group in table(held, metrics, test, args.bootstrap, args.seed).items():
             lolo.setdefault(metric, {}).update(by_group)
     n_lolo = sum(len(np.load(out / "scores" / f"lolo_{held}" / "chrf.npy")) for held in LPS)
@@ -177,14 +183,14 @@ def lolo_section(args, out: Path, sections: dict) -> None:
 def mqm_section(args, out: Path, sections: dict, names: dict) -> None:
     mqm_all = read_ratings(str(MQM), required=("src", "mt", "ref", "score"), on_invalid="skip").to_dict()
     mqm = {k: [v[i] for i, lp in enumerate(mqm_all["lp"]) if lp == "zh-en"] for k, v in mqm_all.items()}
-    mqm_scores = {k: scores_for(v, mqm, out / "scores" / "mqm_zh-en" / f"{k}.npy") for k, v in names.items()}
+    mqm_scores = {k: scores_for(v, mqm, out / "scores" / "mqm_zh-en") for k, v in names.items()}
     sections["MQM zh-en newstest (new language pair, new protocol)"] = (table("mqm", mqm_scores, mqm, args.bootstrap, args.seed), len(mqm["mt"]))
 
 
 def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: dict) -> None:
     from lightning_metrics.plots import kendall_bars, scatter_plots
 
-    command = (f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --lolo-model {args.lolo_model} "
+    command = (f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --comet-epochs {args.comet_epochs} --lolo-model {args.lolo_model} "
                f"--lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}")
     text = [f"# WMT benchmark (`{command}`)", ""]
     for title, (results, n) in sections.items():
