@@ -60,12 +60,13 @@ class BaselineMetric:
         batch_size: int = 64,
         device: str = "cpu",
         devices: int = 1,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> ScoreResult:
         """Score candidates ``mt`` against references ``ref`` (``src`` is accepted and unused).
 
         Same signature as a learned metric's; built-in metrics run on one device (``devices`` is
-        accepted for that reason), BERTScore on ``device`` with a progress bar of its own.
+        accepted for that reason), BERTScore on ``device``. ``progress``: BERTScore's bar (None: from
+        2,000 pairs on); the lexical metrics have none.
         """
         if ref is None:
             raise LightningMetricsError(f"{self.name} needs references (ref=...)")
@@ -74,7 +75,7 @@ class BaselineMetric:
             raise LightningMetricsError(f"inputs differ in length: {counts}")
         options = dict(self.options)
         if self.name.startswith("bertscore"):
-            options["bertscore"] = {**options.get("bertscore", {}), "batch_size": batch_size, "device": device}
+            options["bertscore"] = {**options.get("bertscore", {}), "batch_size": batch_size, "device": device, "progress": progress}
         values = baseline_scores([self.name], list(mt), list(ref), **options)[self.name]
         return ScoreResult(scores=list(values), system_score=float(np.mean(values)) if values else float("nan"), signature=self.signature)
 
