@@ -163,12 +163,14 @@ def main() -> None:
 def lolo_section(args, out: Path, sections: dict) -> None:
     full = read_ratings(str(DA), required=("src", "mt", "ref", "score")).to_dict()
     lolo: dict[str, dict] = {}
+    n_lolo = 0
     for held in LPS:
         keep = [i for i, lp in enumerate(full["lp"]) if lp != held]
         test = {k: [v[i] for i, lp in enumerate(full["lp"]) if lp == held] for k, v in full.items()}
         if args.lolo_max_rows and len(test["mt"]) > args.lolo_max_rows:  # whole documents, seeded, up to the cap
             _, picked = split_by_group(test["doc_id"], args.lolo_max_rows / len(test["mt"]), args.seed)
             test = {k: [v[i] for i in picked] for k, v in test.items()}
+        n_lolo += len(test["mt"])
         train_csv = write_csv({k: [v[i] for i in keep] for k, v in full.items()}, out / "data" / f"without_{held}.csv")
         family, init_from = (CometEstimator, None) if args.lolo_model == "comet" else (BleurtRegressor, args.pretrained)
         folder = fit(f"{args.lolo_model}-no-{held}", family, train_csv, out, args.lolo_steps, args.seed, init_from)
@@ -176,7 +178,6 @@ def lolo_section(args, out: Path, sections: dict) -> None:
         metrics[f"{args.lolo_model} (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}")
         for metric, by_group in table(held, metrics, test, args.bootstrap, args.seed).items():
             lolo.setdefault(metric, {}).update(by_group)
-    n_lolo = sum(len(np.load(out / "scores" / f"lolo_{held}" / "chrf.npy")) for held in LPS)
     sections["leave one language pair out (trained on the other two)"] = (lolo, n_lolo)
 
 
