@@ -182,7 +182,7 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
     [
         (["--model.init_args.no_such_key", "1"], "no_such_key"),
         (["--data.init_args.train", "/nonexistent/ratings.csv"], "error: /nonexistent/ratings.csv: data file not found (data.init_args.train)"),
-        (["--data.init_args.targets", "[quality]"], "missing required column 'quality'"),
+        (["--model.init_args.targets", "[quality]"], "missing required column 'quality'"),  # linked to the data
     ],
 )
 def test_bad_config_fails_before_training(tiny_encoder, ratings, tmp_path, capsys, override, message):
