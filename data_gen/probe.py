@@ -2,7 +2,8 @@
 
 For each perturbation, the metric scores the perturbed candidate and the unchanged reference
 (as its own candidate) against the reference. A sound metric scores the perturbed one lower:
-the table reports how often it does, and the mean drop.
+the table reports how often it does, and the mean drop. For a metric that reads sources, the
+corpus is parallel: the reference side is perturbed and each sentence keeps its source.
 """
 
 from __future__ import annotations
@@ -26,16 +27,20 @@ class ProbeRow:
 
 
 def probe(
-    score: Callable[[list[str], list[str]], Sequence[float]],
+    score: Callable[..., Sequence[float]],
     corpus: Sequence[str],
     n_sentences: int = 300,
     seed: int = 0,
     perturbations: Sequence[str] | None = None,
+    sources: Sequence[str] | None = None,
 ) -> list[ProbeRow]:
-    """``score(mt, ref) -> scores``; each perturbation is tried on ``n_sentences`` seeded sentences."""
+    """``score(mt, ref) -> scores`` (``score(mt, ref, src)`` with ``sources``, one per corpus
+    sentence); each perturbation is tried on ``n_sentences`` seeded sentences."""
     rng = random.Random(seed)
-    sample = rng.sample(list(corpus), min(n_sentences, len(corpus)))
-    refs_all, mts_all, owners = [], [], []
+    picked = rng.sample(range(len(corpus)), min(n_sentences, len(corpus)))
+    sample = [corpus[i] for i in picked]
+    sample_src = None if sources is None else [sources[i] for i in picked]
+    refs_all, mts_all, srcs_all, owners = [], [], [], []
     chosen = [p for p in (perturbations or names()) if p != "identity"]
     severities = {}
     for name in chosen:
@@ -46,10 +51,15 @@ def probe(
             if out is not None and out != ref:
                 refs_all.append(ref)
                 mts_all.append(out)
+                srcs_all.append(k)
                 owners.append(name)
-    unchanged = dict(zip(sample, score(list(sample), list(sample))))
-    perturbed = np.asarray(score(mts_all, refs_all), dtype=float)
-    base = np.asarray([unchanged[r] for r in refs_all], dtype=float)
+    if sample_src is None:
+        unchanged = np.asarray(score(list(sample), list(sample)), dtype=float)
+        perturbed = np.asarray(score(mts_all, refs_all), dtype=float)
+    else:
+        unchanged = np.asarray(score(list(sample), list(sample), sample_src), dtype=float)
+        perturbed = np.asarray(score(mts_all, refs_all, [sample_src[k] for k in srcs_all]), dtype=float)
+    base = unchanged[np.asarray(srcs_all, dtype=int)]
     rows = []
     owners_arr = np.asarray(owners)
     for name in chosen:
