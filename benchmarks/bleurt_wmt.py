@@ -30,8 +30,8 @@ import torch  # noqa: E402
 
 from data_gen.pipeline import Recipe, generate, write_dataset  # noqa: E402
 from data_gen.wordnet import example_sentences  # noqa: E402
-from lightning_metrics.baselines import baseline_scores  # noqa: E402
 from lightning_metrics.correlation import kendall  # noqa: E402
+from lightning_metrics.metrics import score_many  # noqa: E402
 from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule, RatingsDataModule  # noqa: E402
 from lightning_metrics.models import BleurtRegressor  # noqa: E402
 
@@ -104,7 +104,7 @@ def run_finetuning(args, out: Path, times: dict, pretrained: Path) -> None:
 
     dev = dm.val_rows
     start = time.perf_counter()
-    base = baseline_scores(["chrf", "bertscore"], dev["mt"], dev["ref"], num_proc=os.cpu_count() or 1)
+    base = score_many(["chrf", "bertscore"], dev["mt"], dev["ref"], num_proc=os.cpu_count() or 1)
     times["chrf + bertscore"] = time.perf_counter() - start
     results.update({"chrf": np.asarray(base["chrf"]), "bertscore": np.asarray(base["bertscore"])})
     lps, human = np.asarray(dev["lp"]), np.asarray(dev["score"])

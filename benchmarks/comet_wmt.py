@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 import pytorch_lightning as pl  # noqa: E402
 import torch  # noqa: E402
 
-from lightning_metrics.baselines import baseline_scores  # noqa: E402
 from lightning_metrics.correlation import kendall  # noqa: E402
+from lightning_metrics.metrics import score_many  # noqa: E402
 from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
 from lightning_metrics.encoders import default_encoder_path  # noqa: E402
 from lightning_metrics.models import CometEstimator  # noqa: E402
@@ -98,7 +98,7 @@ def quality(args, out: Path) -> None:
     elapsed = time.perf_counter() - start
     results = {"comet estimator": dev_predictions(model, dm)}
     dev = dm.val_rows
-    base = baseline_scores(["chrf", "bertscore"], dev["mt"], dev["ref"], num_proc=os.cpu_count() or 1)
+    base = score_many(["chrf", "bertscore"], dev["mt"], dev["ref"], num_proc=os.cpu_count() or 1)
     results.update({"chrf": np.asarray(base["chrf"]), "bertscore": np.asarray(base["bertscore"])})
     lps, human = np.asarray(dev["lp"]), np.asarray(dev["score"])
     names = sorted(set(lps))

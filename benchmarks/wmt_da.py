@@ -35,13 +35,13 @@ os.environ.setdefault("WANDB_MODE", "offline")
 import numpy as np  # noqa: E402
 import pytorch_lightning as pl  # noqa: E402
 
-from lightning_metrics.baselines import baseline_scores  # noqa: E402
+from lightning_metrics.artifact import is_exported  # noqa: E402
 from lightning_metrics.correlation import correlate_metrics  # noqa: E402
 from lightning_metrics.data.modules import RatingsDataModule, split_by_group  # noqa: E402
 from lightning_metrics.data.readers import read_ratings  # noqa: E402
 from lightning_metrics.export import export_checkpoint  # noqa: E402
 from lightning_metrics.models import BleurtRegressor, CometEstimator  # noqa: E402
-from lightning_metrics.scoring import load_metric  # noqa: E402
+from lightning_metrics.metrics import score_many  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DA, MQM = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv"
@@ -55,7 +55,7 @@ def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, ini
     folder = out / "models" / name
     settings = {"family": family.__name__, "train": Path(train_csv).name, "steps": steps, "seed": seed, "init_from": init_from,
                 "nr_frozen_epochs": frozen}
-    if (folder / "metric.json").is_file() and (folder / "fit.json").is_file() and json.loads((folder / "fit.json").read_text()) == settings:
+    if is_exported(folder) and (folder / "fit.json").is_file() and json.loads((folder / "fit.json").read_text()) == settings:
         return folder
     pl.seed_everything(seed)
     dm = RatingsDataModule(train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed)
@@ -76,13 +76,10 @@ def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, ini
 def scores_for(metric: str, rows: dict, cache_dir: Path) -> np.ndarray:
     """Segment scores of a built-in metric name or an exported folder on ``rows``; cached as ``cache_dir/NAME.npy``."""
     cache = cache_dir / f"{Path(metric).name}.npy"
-    model_file = Path(metric) / "metric.json"
-    if cache.is_file() and (not model_file.is_file() or cache.stat().st_mtime > model_file.stat().st_mtime):
-        return np.load(cache)  # still valid: written after the model it scores
-    if Path(metric).is_dir():
-        values = load_metric(metric).score(mt=rows["mt"], ref=rows["ref"], src=rows.get("src"), batch_size=64, progress=True).scores
-    else:
-        values = baseline_scores([metric], rows["mt"], rows["ref"], num_proc=os.cpu_count() or 1)[metric]
+    exported = is_exported(metric)
+    if cache.is_file() and (not exported or cache.stat().st_mtime > Path(metric).stat().st_mtime):
+        return np.load(cache)  # still valid: written after the model it scores (an export is renamed into place whole)
+    values = score_many([metric], rows["mt"], rows["ref"], rows.get("src"), num_proc=os.cpu_count() or 1, progress=True)[metric]
     cache.parent.mkdir(parents=True, exist_ok=True)
     np.save(cache, np.asarray(values, dtype=float))
     return np.asarray(values, dtype=float)

@@ -233,7 +233,7 @@ def run(
     max_sentences: int | None = None,
 ) -> tuple[Path, str]:
     """The `generate` command: read, validate, generate, write; returns the file and the summary."""
-    from lightning_metrics.data.readers import read_corpus
+    from lightning_metrics.data.readers import read_corpus_with_sources
 
     recipe = load_recipe(recipe_path)
     shard = parse_shard(shard_text)
@@ -243,7 +243,7 @@ def run(
 
         refs, source = example_sentences(), "WordNet example sentences"
     else:
-        refs, srcs, source = *_read_with_src(corpus, column, read_corpus), corpus
+        refs, srcs, source = *read_corpus_with_sources(corpus, column), corpus
     if max_sentences is not None:
         refs, srcs = refs[:max_sentences], None if srcs is None else srcs[:max_sentences]
     validate_corpus(source, refs, recipe.max_words)
@@ -260,25 +260,3 @@ def run(
     table = summary_table(columns, recipe.signals)
     elapsed = time.perf_counter() - started
     return path, f"{table}\n{len(columns['mt'])} pairs from {len(refs)} sentences ({source}) in {elapsed:.1f} s -> {path}"
-
-
-def _read_with_src(corpus: str, column: str | None, read_corpus) -> tuple[list[str], list[str] | None]:
-    """Plain text: no sources. A table with a ``src`` column keeps it beside each reference.
-
-    A table's repeated (ref, src) rows count once: a ratings file holds every reference once
-    per rated system.
-    """
-    from lightning_metrics.data.readers import TABLE_SUFFIXES, read_columns
-
-    path = Path(corpus)
-    if path.is_file() and path.suffix.lower() not in TABLE_SUFFIXES:
-        return read_corpus(corpus), None
-    table = read_columns(corpus)
-    refs, srcs = read_corpus(corpus, column=column, table=table), table.get("src")
-    if srcs is not None:
-        empty = next((k for k, x in enumerate(srcs) if not isinstance(x, str) or not x.strip()), None)
-        if empty is not None:
-            raise InputError(corpus, "empty src text", row=empty + 1)
-    keys = list(zip(refs, srcs)) if srcs is not None else [(r, None) for r in refs]
-    unique = list(dict.fromkeys(keys))
-    return [r for r, _ in unique], None if srcs is None else [s for _, s in unique]

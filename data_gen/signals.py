@@ -1,15 +1,16 @@
 """The signals recorded for each (reference, candidate) pair, and the target score.
 
-Lexical signals keep their tools' scales: ``bleu`` and ``chrf`` 0-100 (sacrebleu sentence
-scores), ``rouge1``/``rouge2``/``rougeL`` F-measure 0-1 (rouge-score). ``bertscore_p/r/f`` come
-from :class:`lightning_metrics.bertscore.BERTScorer`. The target ``score`` is ``1 - severity``.
+The signals are the built-in metrics of :mod:`lightning_metrics.metrics.builtin`, under their
+names there: ``bleu`` and ``chrf`` 0-100 (sacrebleu sentence scores), ``rouge1``/``rouge2``/
+``rougeL`` F-measure 0-1 (rouge-score), ``bertscore_p/r/f`` from
+:class:`lightning_metrics.bertscore.BERTScorer`. The target ``score`` is ``1 - severity``.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from lightning_metrics import lexical
+from lightning_metrics.metrics.builtin import builtin_scores
 
 LEXICAL_SIGNALS = ("bleu", "chrf", "rouge1", "rouge2", "rougeL")
 BERTSCORE_SIGNALS = ("bertscore_p", "bertscore_r", "bertscore_f")
@@ -23,18 +24,9 @@ def score_from_severity(severity: float) -> float:
 
 def lexical_signals(refs: Sequence[str], mts: Sequence[str], names: Sequence[str] = LEXICAL_SIGNALS) -> dict[str, list[float]]:
     """The requested lexical signals for each pair (single process; the pipeline parallelises)."""
-    out: dict[str, list[float]] = {}
-    if "bleu" in names:
-        out["bleu"] = lexical.sentence_bleu(mts, refs)
-    if "chrf" in names:
-        out["chrf"] = lexical.sentence_chrf(mts, refs)
-    if any(n.startswith("rouge") for n in names):
-        rouge = lexical.sentence_rouge(mts, refs)
-        out.update({t: rouge[t]["fmeasure"] for t in lexical.ROUGE_TYPES if t in names})
-    return out
+    return builtin_scores([n for n in names if n in LEXICAL_SIGNALS], mts, refs)
 
 
 def bertscore_signals(refs: Sequence[str], mts: Sequence[str], scorer) -> dict[str, list[float]]:
     """BERTScore precision, recall and F1 for each pair, from a ready ``BERTScorer``."""
-    result = scorer.score(mts, refs)
-    return {"bertscore_p": result.precision.tolist(), "bertscore_r": result.recall.tolist(), "bertscore_f": result.f1.tolist()}
+    return scorer.score(mts, refs).as_dict()

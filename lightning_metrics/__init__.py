@@ -8,7 +8,7 @@ __all__ = ["EncoderNotFoundError", "InputError", "LightningMetricsError", "__ver
 
 
 def load_metric(name_or_path: str, **options):
-    """A metric by exported folder or built-in name; see :func:`lightning_metrics.scoring.load_metric`."""
-    from lightning_metrics.scoring import load_metric as _load
+    """A metric by exported folder or built-in name; see :func:`lightning_metrics.metrics.load_metric`."""
+    from lightning_metrics.metrics import load_metric as _load
 
     return _load(name_or_path, **options)

@@ -1,6 +1,6 @@
 """BERTScore for any Hugging Face encoder: layer choice, IDF weights, baseline rescaling.
 
-Formulas (DESIGN.md): token embeddings from layer L, cosine matrix between candidate tokens
+Formulas (as the bert-score package computes them): token embeddings from layer L, cosine matrix between candidate tokens
 ĥ_j and reference tokens r_i; ``P = Σ_j w_j max_i cos(ĥ_j, r_i) / Σ_j w_j``, ``R`` the same
 from the reference side, ``F = 2PR/(P+R)``. Weights are 1 (or ``idf(w) = log((M+1)/(df(w)+1))``
 over M reference sentences) and 0 for the special tokens ([CLS], [SEP], <s>, </s>); special
@@ -107,7 +107,7 @@ class BERTScoreResult:
     f1: np.ndarray
 
     def as_dict(self) -> dict[str, list[float]]:
-        return {"bertscore_p": self.precision.tolist(), "bertscore_r": self.recall.tolist(), "bertscore": self.f1.tolist()}
+        return {"bertscore_p": self.precision.tolist(), "bertscore_r": self.recall.tolist(), "bertscore_f": self.f1.tolist()}
 
 
 def load_baseline(baseline: str | os.PathLike | dict) -> dict[str, float]:
@@ -167,13 +167,16 @@ class BERTScorer:
         self._idf = self._idf_from(idf_corpus) if idf and idf_corpus is not None else None
 
     @property
+    def settings(self) -> dict:
+        """What decides the numbers: model, layer, IDF, rescaling, precision."""
+        model = "all-MiniLM-L6-v2" if self.model_name == DEFAULT_ENCODER else self.model_name
+        yes = lambda flag: "yes" if flag else "no"  # noqa: E731
+        return {"model": model, "layer": self.layer, "idf": yes(self.idf), "rescaled": yes(self.baseline), "precision": self.precision}
+
+    @property
     def signature(self) -> str:
         """How the numbers were made, sacrebleu-style."""
-        model = "all-MiniLM-L6-v2" if self.model_name == DEFAULT_ENCODER else self.model_name
-        return (
-            f"bertscore|model:{model}|layer:{self.layer}|idf:{'yes' if self.idf else 'no'}"
-            f"|rescaled:{'yes' if self.baseline else 'no'}|precision:{self.precision}"
-        )
+        return "|".join(["bertscore", *(f"{k}:{v}" for k, v in self.settings.items())])
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         """Token ids with special tokens, stripped and truncated as the bert-score package does."""

@@ -39,17 +39,18 @@ def _columns(cfg) -> dict:
 
 
 def _evaluate_parser() -> ArgumentParser:
-    from lightning_metrics.baselines import baseline_names
+    from lightning_metrics.metrics import builtin_names
 
     p = _subparser("Correlate metrics with the human scores of a ratings file.")
     p.add_argument("--data", type=str, required=True, help="ratings: .csv/.tsv/.jsonl/.parquet, a saved dataset folder, or a hub name")
-    p.add_argument("--metrics", type=str, nargs="+", default=["bleu", "chrf"], help=f"any of {baseline_names()}, or exported metric folders")
+    p.add_argument("--metrics", type=str, nargs="+", default=["bleu", "chrf"], help=f"exported metric folders or built-in metrics: {', '.join(builtin_names())}")
     p.add_argument("--group", type=str, default=None, help="column to group by, e.g. lp (default: no grouping)")
     p.add_argument("--bootstrap", type=int, default=1000, help="segment resamples for 95%% CIs (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", type=str, default=None, help="also write the numbers to this JSON file")
     p.add_argument("--plot", type=Optional[str], default=None, help="write scatter plots per group and a Kendall bar chart (PNG) to this folder")
     p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
+    p.add_argument("--quiet", type=bool, default=False, help="no progress bars")
     _add_bertscore_flags(p)
     _add_column_flags(p)
     return p
@@ -62,29 +63,25 @@ def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> 
     group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
     group.add_argument(f"--{prefix}baseline", type=Optional[str], default=None, help="baseline JSON from bertscore-baseline, to rescale")
     group.add_argument("--batch-size", type=int, default=64, help="sentences per encoder batch")
-    group.add_argument("--device", type=str, default="cpu", help="cpu, cuda or auto")
+    group.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
     group.add_argument("--precision", type=Optional[str], default=None, help="fp32 (CPU default) or bf16 (CUDA default)")
 
 
 def _bertscore_options(cfg) -> dict:
-    return {
-        "model": cfg.bertscore_model, "layer": cfg.bertscore_layer, "idf": cfg.bertscore_idf, "baseline": cfg.bertscore_baseline,
-        "batch_size": cfg.batch_size, "device": cfg.device, "precision": cfg.precision,
-    }
+    return {"model": cfg.bertscore_model, "layer": cfg.bertscore_layer, "idf": cfg.bertscore_idf, "baseline": cfg.bertscore_baseline,
+            "precision": cfg.precision}
 
 
 def run_evaluate(cfg) -> int:
-    from lightning_metrics.baselines import baseline_names
     from lightning_metrics.data.readers import read_ratings
     from lightning_metrics.evaluate import evaluate, format_table
+    from lightning_metrics.metrics import check_names
 
-    unknown = [m for m in cfg.metrics if m not in baseline_names() and not Path(m).is_dir()]
-    if unknown:
-        raise LightningMetricsError(f"unknown metric(s) {unknown}: not exported metric folders, nor built-in metrics {baseline_names()}")
+    check_names(cfg.metrics)
     data = read_ratings(cfg.data, columns=_columns(cfg), on_invalid=cfg.on_invalid)
     ev = evaluate(
-        data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data,
-        num_proc=cfg.num_proc, bertscore=_bertscore_options(cfg),
+        data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc,
+        bertscore=_bertscore_options(cfg), batch_size=cfg.batch_size, device=cfg.device, progress=False if cfg.quiet else None,
     )
     print(format_table(ev))
     if cfg.json:
@@ -117,7 +114,7 @@ def _baseline_parser() -> ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--idf", type=bool, default=False, help="IDF-weighted baseline (IDF over the corpus)")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--device", type=str, default="cpu")
+    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
     return p
 
 
@@ -161,65 +158,75 @@ def run_generate(cfg) -> int:
 
 def _probe_parser() -> ArgumentParser:
     p = _subparser("Audit a metric: how often does it score each perturbation below the unchanged reference?")
-    p.add_argument("--metric", type=str, required=True, help="a built-in metric name (bleu, chrf, bertscore, ...) or an exported metric folder")
-    p.add_argument("--corpus", type=Optional[str], default=None, help="sentences (default: WordNet's example sentences)")
-    p.add_argument("--column", type=Optional[str], default=None)
+    from lightning_metrics.metrics import builtin_names
+
+    p.add_argument("--metric", type=str, required=True, help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}")
+    p.add_argument("--corpus", type=Optional[str], default=None,
+                   help="sentences: a text file or a table column (default: WordNet's example sentences); a table with src and ref columns is a parallel corpus")
+    p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus (default ref, else text)")
+    p.add_argument("--sources", type=Optional[str], default=None, help="a source file, one line per corpus sentence (for metrics that read sources)")
     p.add_argument("--n", type=int, default=300, help="sentences per perturbation")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
     return p
 
 
 def run_probe(cfg) -> int:
     from data_gen.probe import format_probe, probe
-    from lightning_metrics.data.readers import read_corpus
+    from lightning_metrics.data.readers import read_corpus_with_sources
+    from lightning_metrics.metrics import load_metric
 
-    score = metric_scorer(cfg.metric)
+    metric = load_metric(cfg.metric)
     if cfg.corpus is None:
         from data_gen.wordnet import example_sentences
 
-        corpus = example_sentences()
+        corpus, sources = example_sentences(), None
+        if cfg.sources is not None:
+            raise LightningMetricsError("--sources needs the --corpus its lines belong to")
     else:
-        corpus = read_corpus(cfg.corpus, column=cfg.column)
-    print(format_probe(probe(score, corpus, n_sentences=cfg.n, seed=cfg.seed), cfg.metric))
+        corpus, sources = read_corpus_with_sources(cfg.corpus, column=cfg.column, sources=cfg.sources, unique=False)
+    if metric.needs_src and sources is None:
+        raise LightningMetricsError(f"{cfg.metric} reads sources: give --sources FILE (a line per corpus sentence) "
+                                    "or a parallel --corpus table with src and ref columns")
+    options = {"batch_size": cfg.batch_size, "device": cfg.device, "progress": False}
+    rows = probe(lambda mt, ref, src=None: metric.score(mt=mt, ref=ref, src=src, **options).scores, corpus, n_sentences=cfg.n,
+                 seed=cfg.seed, sources=sources if metric.needs_src else None)
+    print(format_probe(rows, cfg.metric))
     return 0
 
 
-def metric_scorer(name: str):
-    """``score(mt, ref) -> list[float]`` for a built-in metric name or an exported folder."""
-    from lightning_metrics.scoring import load_metric
-
-    metric = load_metric(name)
-    return lambda mt, ref: metric.score(mt=mt, ref=ref).scores
-
-
 def _score_parser() -> ArgumentParser:
+    from lightning_metrics.metrics import builtin_names
+
     p = _subparser("Score system outputs with a metric, per segment and per system.")
-    p.add_argument("--model", type=str, required=True, help="an exported metric folder, or bleu, chrf, rouge1/2/L, bertscore, bertscore_p, bertscore_r")
+    p.add_argument("--model", type=str, required=True, help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}")
     p.add_argument("-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line")
     p.add_argument("-r", "--references", type=Optional[str], default=None, help="reference file, one segment per line")
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
     p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--device", type=str, default="cpu", help="cpu, cuda, cuda:1, ...")
+    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
     p.add_argument("--devices", type=int, default=1, help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept")
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
-    p.add_argument("--on-invalid", choices=["error", "skip"], default="error")
+    _add_column_flags(p)
     return p
 
 
 def run_score(cfg) -> int:
     from lightning_metrics.data.readers import read_parallel_text, read_ratings
-    from lightning_metrics.scoring import format_scores, load_metric, score_systems, systems_from_table
+    from lightning_metrics.metrics import load_metric
+    from lightning_metrics.metrics.systems import format_scores, score_systems, systems_from_table
 
     metric = load_metric(cfg.model)
-    needs_ref, needs_src = getattr(metric, "needs_ref", True), getattr(metric, "needs_src", False)
-    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": not cfg.quiet}
+    needs_ref, needs_src = metric.needs_ref, metric.needs_src
+    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
     if cfg.data:
         required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
-        data = read_ratings(cfg.data, required=required, on_invalid=cfg.on_invalid)
-        by_mt, by_ref, by_src = systems_from_table(data, cfg.data)
+        data = read_ratings(cfg.data, columns=_columns(cfg), required=required, on_invalid=cfg.on_invalid)
+        by_mt, by_ref, by_src = systems_from_table(data)
         results = score_systems(metric, by_mt, by_ref, by_src, **options)
     else:
         if not cfg.translations or (needs_ref and not cfg.references):

@@ -45,8 +45,8 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         try:
-            config = AutoConfig.from_pretrained(str(name_or_path))
-            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(str(name_or_path))
+            config = AutoConfig.from_pretrained(str(name_or_path), local_files_only=True)
+            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(str(name_or_path), local_files_only=True)
         except (OSError, ValueError) as e:
             raise EncoderNotFoundError(f"encoder config in {name_or_path} could not be loaded: {str(e).splitlines()[0]}") from None
     from transformers.utils import logging as hf_logging
@@ -101,7 +101,3 @@ def load_tokenizer(name_or_path: str | os.PathLike = DEFAULT_ENCODER):
     except (OSError, ValueError) as e:
         raise EncoderNotFoundError(f"tokenizer for encoder {str(name_or_path)!r} could not be loaded: {str(e).splitlines()[0]}") from None
 
-
-def encoder_layers(model) -> int:
-    """Number of transformer layers (hidden states are this plus one, for the embeddings)."""
-    return int(model.config.num_hidden_layers)

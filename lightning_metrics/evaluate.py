@@ -53,21 +53,28 @@ def evaluate(
     source: str = "data",
     num_proc: int = 1,
     bertscore: dict | None = None,
+    batch_size: int = 64,
+    device: str = "auto",
+    progress: bool | None = None,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
     ``data`` is a ``datasets.Dataset`` (or a dict of columns) with ``mt``, ``ref`` and
     ``score`` (and ``src`` for metrics that read it); a ``system`` column adds system-level
     correlations. ``scorer(names, mt, ref, src)`` returns segment scores per name (default:
-    :func:`metric_scores`: built-in names and exported metric folders). ``num_proc`` processes
-    share the lexical scoring and the bootstrap; ``bertscore`` holds BERTScorer arguments.
+    :func:`lightning_metrics.metrics.score_many`: built-in names and exported metric folders).
+    ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
+    BERTScore's settings; ``batch_size``, ``device`` and ``progress`` go to every metric.
     """
+    from lightning_metrics.metrics import score_many
+
     columns = data.column_names if hasattr(data, "column_names") else list(data)
     if group is not None and group not in columns:
         raise InputError(source, f"no column {group!r} to group by; columns are {sorted(columns)}")
     mt, ref, human = list(data["mt"]), list(data["ref"]), np.asarray(data["score"], dtype=float)
     src = list(data["src"]) if "src" in columns else None
-    scorer = scorer or (lambda names, m, r, s: metric_scores(names, m, r, s, num_proc=num_proc, bertscore=bertscore))
+    scorer = scorer or (lambda names, m, r, s: score_many(names, m, r, s, num_proc=num_proc, bertscore=bertscore, batch_size=batch_size,
+                                                         device=device, progress=progress))
     scores = scorer(list(metrics), mt, ref, src)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None
@@ -76,21 +83,6 @@ def evaluate(
     return Evaluation(results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups)
 
 
-def metric_scores(names: Sequence[str], mt: list[str], ref: list[str], src: list[str] | None = None, num_proc: int = 1,
-                  bertscore: dict | None = None) -> dict[str, list[float]]:
-    """Segment scores per metric: built-in names go through the baselines, folders through ``load_metric``."""
-    from pathlib import Path
-
-    from lightning_metrics.baselines import baseline_scores
-    from lightning_metrics.scoring import load_metric
-
-    builtin = [n for n in names if not Path(n).is_dir()]
-    out = baseline_scores(builtin, mt, ref, num_proc=num_proc, bertscore=bertscore) if builtin else {}
-    options = {k: v for k, v in (bertscore or {}).items() if k in ("batch_size", "device")}
-    for name in names:
-        if Path(name).is_dir():
-            out[name] = load_metric(name).score(mt=mt, ref=ref, src=src, progress=True, **options).scores
-    return {n: list(out[n]) for n in names}
 
 
 def plot_evaluation(ev: Evaluation, out: str) -> list:

@@ -1,94 +1,72 @@
-"""Export a trained metric as a self-contained folder, and load it back without training code.
+"""Export a trained checkpoint as a self-contained metric folder (written through :mod:`lightning_metrics.artifact`).
 
-Folder (format version :data:`FORMAT_VERSION`): ``metric.json`` (family, hyper-parameters,
-inputs, target statistics, versions, training summary), ``model.safetensors`` (all weights),
-the encoder's ``config.json`` and tokenizer files, and a ``README.md`` model card. Writing goes
-to a temporary folder beside the target and ends with a rename, so an interrupted export
-leaves nothing under the target name. Loading reads JSON, safetensors and tokenizer files only:
-no pickle is ever opened.
+The folder holds the weights (safetensors), the encoder's config and tokenizer, the metadata,
+a model card and a manifest; :mod:`lightning_metrics.artifact` owns its layout and writes it
+atomically. :class:`ExportBest` exports the best checkpoint when ``fit`` ends.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
 from pathlib import Path
 
 import torch
 from pytorch_lightning.callbacks import Callback
 
 from lightning_metrics import __version__
+from lightning_metrics.artifact import WEIGHTS, write_export
 from lightning_metrics.errors import LightningMetricsError
-
-FORMAT_VERSION = 1
-
-
-def _families() -> dict:
-    from lightning_metrics import models
-
-    return {name: getattr(models, name) for name in ("BleurtRegressor", "CometEstimator", "CometReferenceless", "CometRanker")}
 
 
 def model_from_checkpoint(path: str | os.PathLike):
-    """The metric model stored in a Lightning checkpoint (read with ``weights_only=True``)."""
+    """The metric model stored in a Lightning checkpoint (read with ``weights_only=True``) and the checkpoint."""
+    from lightning_metrics.models import FAMILIES
+
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as e:
-        raise LightningMetricsError(f"{path}: not a readable Lightning checkpoint ({str(e).splitlines()[0]})") from None
-    hparams = dict(checkpoint.get("hyper_parameters", {}))
+    except (OSError, RuntimeError, EOFError, ValueError) as e:
+        raise LightningMetricsError(f"{path}: not a readable Lightning checkpoint ({(str(e).splitlines() or [type(e).__name__])[0]})") from None
+    if not isinstance(checkpoint, dict):
+        raise LightningMetricsError(f"{path}: not a Lightning checkpoint (no dictionary inside)")
     family = checkpoint.get("metric_family")
-    if family not in _families():
-        raise LightningMetricsError(f"{path}: no known metric family in the checkpoint (got {family!r})")
+    if family not in FAMILIES:
+        raise LightningMetricsError(f"{path}: no known metric family in the checkpoint (got {family!r}; known: {sorted(FAMILIES)})")
+    # LightningCLI adds its own keys (_class_path, _instantiator) to the saved hyper-parameters
+    hparams = {k: v for k, v in dict(checkpoint.get("hyper_parameters", {})).items() if not k.startswith("_")}
     hparams["init_from"] = None
-    model = _families()[family](**hparams)
+    model = FAMILIES[family](**hparams)
     model.load_state_dict(checkpoint["state_dict"])
     return model, checkpoint
 
 
 def export_checkpoint(checkpoint_path: str | os.PathLike, out: str | os.PathLike, force: bool = False) -> Path:
-    """Write the folder for a checkpoint atomically; returns the folder."""
-    from safetensors.torch import save_file
-
+    """Write the metric folder for a checkpoint atomically; returns the folder."""
     target = Path(out)
     if target.exists() and not force:
         raise LightningMetricsError(f"{target} exists; pass --force to replace it")
     model, checkpoint = model_from_checkpoint(checkpoint_path)
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-        save_file(state, tmp / "model.safetensors")
-        model.encoder.config.save_pretrained(tmp)
-        from lightning_metrics.encoders import load_tokenizer
+    meta = _metadata(model, checkpoint, checkpoint_path)
+    return write_export(target, meta, lambda folder: save_model_files(model, folder), model_card(target.name, meta), force=force)
 
-        load_tokenizer(model.hparams.encoder).save_pretrained(tmp)
-        meta = _metadata(model, checkpoint, checkpoint_path)
-        (tmp / "metric.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(model_card(target.name, meta), encoding="utf-8")
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            target.rename(old)
-            tmp.rename(target)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+
+def save_model_files(model, folder: Path) -> None:
+    """The weights, the encoder's config and the tokenizer of ``model``, into ``folder``."""
+    from safetensors.torch import save_file
+
+    from lightning_metrics.encoders import load_tokenizer
+
+    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, folder / WEIGHTS)
+    model.encoder.config.save_pretrained(folder)
+    load_tokenizer(model.hparams.encoder).save_pretrained(folder)
 
 
 def _metadata(model, checkpoint: dict, source) -> dict:
-    hparams = {k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from")}
+    hparams = {k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from") and not k.startswith("_")}
     dev = {}
     for key, state in checkpoint.get("callbacks", {}).items() if isinstance(checkpoint.get("callbacks"), dict) else []:
         if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
             dev[state.get("monitor") or "score"] = float(state["best_model_score"])
     return {
-        "format_version": FORMAT_VERSION,
         "family": type(model).__name__,
         "inputs": list(model.inputs),
         "targets": list(model.targets),
@@ -106,13 +84,14 @@ def _metadata(model, checkpoint: dict, source) -> dict:
 def model_card(name: str, meta: dict) -> str:
     """The README.md written into every export."""
     dev = ", ".join(f"{k} {v:.4f}" for k, v in meta["dev_correlations"].items()) or "none recorded"
+    mean, std = meta["target_mean"], meta["target_std"]
+    scale = f"mean {mean[0]:.4f}, std {std[0]:.4f}" if mean else "no target: the score is a distance"
     return f"""# {name}
 
 A learned evaluation metric exported by lightning-metrics {meta['framework_version']}.
 
-- **Family:** {meta['family']} (inputs: {', '.join(meta['inputs'])}); targets {', '.join(meta['targets'])};
-  the score is the first target on the training data's scale (mean {meta['target_mean'][0]:.4f},
-  std {meta['target_std'][0]:.4f}).
+- **Family:** {meta['family']} (inputs: {', '.join(meta['inputs'])}); targets {', '.join(meta['targets']) or 'none'};
+  the score is the first target on the training data's scale ({scale}).
 - **Base encoder:** {meta['encoder']}; trained {meta['trained']['epoch']} epoch(s), {meta['trained']['global_step']} steps.
 - **Training data:** {_data_line(meta.get("training_data", {}))}.
 - **Dev correlations:** {dev}.
@@ -125,6 +104,9 @@ load_metric("path/to/{name}").score(mt=["..."], ref=["..."]).scores
 ```
 
 or `lightning-metrics score --model path/to/{name} -t hyp.txt -r ref.txt`.
+
+Every file of this folder is listed with its sha256 in `manifest.json` and checked when it
+loads, so edit nothing here (this card included): a changed file refuses to load.
 
 ## Intended use and limitations
 
@@ -140,15 +122,6 @@ def _data_line(data: dict) -> str:
         return "not recorded"
     lps = ", ".join(data.get("language_pairs") or []) or "no language-pair column"
     return f"{data['source']} ({data['kind']}): {data['train_rows']} training rows, {data['val_rows']} validation rows; language pairs: {lps}"
-
-
-def folder_hash(path: Path) -> str:
-    """Short sha256 of the weights, for signatures."""
-    digest = hashlib.sha256()
-    with (path / "model.safetensors").open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:10]
 
 
 class ExportBest(Callback):

@@ -107,7 +107,7 @@ def run(out: str = "runs/quickstart", checkpoints: str = "checkpoints", ratings:
     print("[5/5] probe the new metric", flush=True)
     mark = time.perf_counter()
     from data_gen.probe import format_probe, probe
-    from lightning_metrics.scoring import load_metric
+    from lightning_metrics.metrics import load_metric
 
     metric = load_metric(str(folder))
     print(format_probe(probe(lambda mt, ref: metric.score(mt=mt, ref=ref).scores, example_sentences(), n_sentences=s.probe_sentences, seed=seed), str(folder)))
@@ -125,12 +125,12 @@ def run(out: str = "runs/quickstart", checkpoints: str = "checkpoints", ratings:
 
 def example_table(folder: str) -> str:
     """Scores of :data:`EXAMPLES` with the new metric, BLEU, chrF and BERTScore, side by side."""
-    from lightning_metrics.scoring import load_metric
+    from lightning_metrics.metrics import score_many
 
     mt, ref = [m for m, _ in EXAMPLES], [r for _, r in EXAMPLES]
-    columns = {"quickstart": load_metric(folder).score(mt=mt, ref=ref).scores}
-    for name in ("bleu", "chrf", "bertscore"):
-        columns[name] = load_metric(name).score(mt=mt, ref=ref).scores
+    columns = score_many([folder, "bleu", "chrf", "bertscore"], mt, ref)
+    columns["quickstart"] = columns.pop(folder)
+    columns = {k: columns[k] for k in ("quickstart", "bleu", "chrf", "bertscore")}
     width = max(len(m) for m in mt)
     lines = [f"{'candidate':<{width}}  " + "  ".join(f"{n:>10}" for n in columns), "-" * (width + 12 * len(columns))]
     for i, m in enumerate(mt):

@@ -12,6 +12,7 @@ import pytorch_lightning as pl
 import torch
 
 from lightning_metrics import load_metric
+from lightning_metrics.artifact import _manifest_of
 from lightning_metrics.cli import main
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import InputError
@@ -46,9 +47,9 @@ def test_round_trip_in_a_fresh_offline_process(trained, tmp_path, capsys):
     ckpt, in_memory = trained
     out = tmp_path / "checkpoints" / "tiny"
     assert main(["export", str(ckpt), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) >= ["README.md", "config.json", "metric.json", "model.safetensors"]
+    assert {"README.md", "config.json", "manifest.json", "metric.json", "model.safetensors"} <= {p.name for p in out.iterdir()}
     meta = json.loads((out / "metric.json").read_text())
-    assert meta["format_version"] == 1 and meta["family"] == "BleurtRegressor" and meta["inputs"] == ["mt", "ref"]
+    assert meta["format_version"] == 2 and meta["family"] == "BleurtRegressor" and meta["inputs"] == ["mt", "ref"]
     code = f"from lightning_metrics import load_metric; import json; print(json.dumps(load_metric({str(out)!r}).score(mt={MT!r}, ref={REF!r}).scores))"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
@@ -111,10 +112,11 @@ def test_bad_folders(trained, tmp_path, capsys):
     meta = json.loads((out / "metric.json").read_text())
     meta["format_version"] = 99
     (out / "metric.json").write_text(json.dumps(meta))
+    (out / "manifest.json").write_text(json.dumps(_manifest_of(out)))  # a consistent folder from a future version
     with pytest.raises(InputError, match="format version 99 is newer than this code reads"):
         load_metric(str(out))
     assert main(["score", "--model", str(tmp_path / "plain"), "-t", __file__, "-r", __file__]) == 2
-    assert "not an exported metric folder (no metric.json)" in capsys.readouterr().err
+    assert "not an exported metric folder (no metric.json and no manifest.json)" in capsys.readouterr().err
 
 
 def test_fine_tuning_can_start_from_an_export(trained, tmp_path, tiny_encoder):

@@ -11,7 +11,7 @@ import pytest
 from data_gen import wordnet
 from data_gen.pipeline import Recipe, generate, load_recipe
 from data_gen.probe import probe
-from lightning_metrics.baselines import baseline_scores
+from lightning_metrics.metrics import score_many
 from lightning_metrics.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,7 +140,7 @@ def test_default_corpus_is_wordnet_examples():
 
 def test_probe_chrf_sees_every_edit(capsys):
     corpus = wordnet.example_sentences()[:400]
-    rows = {r.perturbation: r for r in probe(lambda mt, ref: baseline_scores(["chrf"], mt, ref)["chrf"], corpus, n_sentences=60)}
+    rows = {r.perturbation: r for r in probe(lambda mt, ref: score_many(["chrf"], mt, ref)["chrf"], corpus, n_sentences=60)}
     assert "identity" not in rows
     assert rows["deletion"].n > 30 and rows["deletion"].fraction_below == 1.0 and rows["deletion"].mean_drop > 5
     assert rows["unrelated"].mean_drop > rows["synonym"].mean_drop

@@ -10,14 +10,14 @@ import pytorch_lightning as pl
 import torch
 
 from lightning_metrics import load_metric
-from lightning_metrics import scorer as scorer_module
+from lightning_metrics.metrics import learned as scorer_module
 from lightning_metrics.cli import main
 from lightning_metrics.data.batching import SentencesCollate
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.export import ExportBest, export_checkpoint
 from lightning_metrics.models import CometEstimator, CometReferenceless
-from lightning_metrics.scoring import score_systems
+from lightning_metrics.metrics.systems import score_systems
 
 
 def _fit(family, tiny_encoder, data, out, callbacks=()):

@@ -1,4 +1,4 @@
-"""Readers (schema-validated) and, later, Lightning data modules."""
+"""Reading data: validated readers here; the Lightning data modules in ``modules`` and ``ranking``."""
 
 from lightning_metrics.data.readers import ColumnMap, read_corpus, read_parallel_text, read_ratings
 

@@ -190,6 +190,37 @@ def read_corpus(source: str | os.PathLike, column: str | None = None, split: str
     return list(values)
 
 
+def read_corpus_with_sources(corpus: str | os.PathLike, column: str | None = None, sources: str | os.PathLike | None = None,
+                             unique: bool = True) -> tuple[list[str], list[str] | None]:
+    """Sentences and, where there are any, their sources: a parallel corpus.
+
+    Sources come from ``sources`` (a text file, one line per corpus sentence) or from a table
+    corpus's ``src`` column; a plain-text corpus without ``sources`` has none (None).
+    ``unique`` keeps each (sentence, source) pair of a table once: a ratings table repeats
+    every reference once per rated system. Text files keep every line.
+    """
+    name = str(corpus)
+    path = Path(name)
+    text_file = path.is_file() and path.suffix.lower() not in TABLE_SUFFIXES
+    if text_file:
+        refs, srcs = read_corpus(name), None
+    else:
+        table = read_columns(name)
+        refs, srcs = read_corpus(name, column=column, table=table), table.get("src")
+        if srcs is not None:
+            empty = next((k for k, x in enumerate(srcs) if not isinstance(x, str) or not x.strip()), None)
+            if empty is not None:
+                raise InputError(name, "empty src text", row=empty + 1)
+    if sources is not None:
+        srcs = read_corpus(sources)
+        if len(srcs) != len(refs):
+            raise InputError(str(sources), f"has {len(srcs)} lines but the corpus {name} has {len(refs)} sentences")
+    if text_file or not unique:
+        return refs, srcs
+    keys = list(dict.fromkeys(zip(refs, srcs if srcs is not None else [None] * len(refs))))
+    return [r for r, _ in keys], None if srcs is None else [s for _, s in keys]
+
+
 # --- loading -------------------------------------------------------------------------------
 
 

@@ -5,4 +5,7 @@ from lightning_metrics.models.bleurt import BleurtRegressor
 from lightning_metrics.models.comet import CometEstimator, CometReferenceless
 from lightning_metrics.models.ranking import CometRanker
 
-__all__ = ["MetricModel", "BleurtRegressor", "CometEstimator", "CometReferenceless", "CometRanker"]
+FAMILIES = {cls.__name__: cls for cls in (BleurtRegressor, CometEstimator, CometReferenceless, CometRanker)}
+"""The trainable families by class name: what a checkpoint's ``metric_family`` and an export's ``family`` name."""
+
+__all__ = ["FAMILIES", "MetricModel", "BleurtRegressor", "CometEstimator", "CometReferenceless", "CometRanker"]

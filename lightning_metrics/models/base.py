@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 import os
 import re
-from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
 
+from lightning_metrics.artifact import is_exported, read_export
 from lightning_metrics.correlation import kendall, pearson, spearman
 from lightning_metrics.encoders import load_encoder
 from lightning_metrics.errors import LightningMetricsError
@@ -71,8 +71,7 @@ class MetricModel(pl.LightningModule):
         if unknown:
             raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {self.targets}")
         self.loss_weights = [float((loss_weights or {}).get(t, 1.0)) for t in self.targets]
-        exported = (Path(str(encoder)) / "metric.json").is_file()  # an export carries its own weights
-        self.encoder, _ = load_encoder(encoder, weights=not exported)
+        self.encoder, _ = load_encoder(encoder, weights=not is_exported(encoder))  # an export carries its own weights
         self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
@@ -98,13 +97,9 @@ class MetricModel(pl.LightningModule):
         """
         if not path:
             return
-        if (Path(path) / "metric.json").is_file():  # an exported folder: safetensors + JSON, no pickle
-            import json
-
-            from safetensors.torch import load_file
-
-            state = load_file(Path(path) / "model.safetensors")
-            old_targets = list(json.loads((Path(path) / "metric.json").read_text(encoding="utf-8")).get("targets", []))
+        if is_exported(path):  # an exported folder, verified: safetensors + JSON, no pickle
+            export = read_export(path)
+            state, old_targets = export.load_weights(), list(export.meta.get("targets", []))
         else:
             try:
                 checkpoint = torch.load(path, map_location="cpu", weights_only=True)

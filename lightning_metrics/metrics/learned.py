@@ -1,0 +1,185 @@
+"""`LearnedMetric`: an exported metric folder, loaded for scoring.
+
+Scoring streams the input in chunks (memory stays bounded however many lines come in). Within
+a chunk:
+
+- cross-encoders (BLEURT-style) see pairs sorted by length, in batches;
+- sentence models (COMET-style) embed each *unique* sentence of the chunk once, sorted by
+  length, then run the cheap head over the rows. Rows are grouped by reference (or source)
+  before chunking, so a source or reference shared by many systems is encoded once.
+
+Scores come back in input order. ``devices > 1`` scores with Lightning's DDP prediction
+(``ddp_spawn``); every rank writes its ``[index, score]`` rows and the parent puts them back
+in input order, dropping the repeats a distributed sampler pads with.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from pytorch_lightning.callbacks import BasePredictionWriter
+
+from lightning_metrics.artifact import METADATA, WEIGHTS, read_export
+from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.metrics.base import Metric, Signature
+
+MAX_LENGTH = 256  # tokens per sequence, as in training
+CHUNK_ROWS = 16384
+PROGRESS_FROM = 2000  # rows from which progress=None shows a bar
+
+
+class LearnedMetric(Metric):
+    """A folder written by ``lightning-metrics export``, verified against its manifest; never unpickles."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.export = read_export(self.path)
+        self.name = self.path.name
+        self.model = build_model(self.export)
+        self.inputs = tuple(self.export.meta.get("inputs", self.model.inputs))
+        self.tokenizer = load_export_tokenizer(self.export)
+        self.max_length = min(MAX_LENGTH, int(self.tokenizer.model_max_length))
+
+    @property
+    def meta(self) -> dict:
+        return self.export.meta
+
+    @property
+    def signature(self) -> Signature:
+        return Signature.of(self.name, hash=self.export.short_hash, family=self.export.family, system="mean")
+
+    def segment_scores(self, columns, batch_size=64, device="cpu", devices=1, progress=None) -> list[float]:
+        show = progress if progress is not None else len(columns["mt"]) >= PROGRESS_FROM
+        if devices > 1:
+            return self._score_distributed(columns, batch_size, device, devices, show).tolist()
+        return self._score_local(columns, batch_size, device, show).tolist()
+
+    # -- one process -------------------------------------------------------------------------
+    def _score_local(self, columns: dict[str, list[str]], batch_size: int, device: str, progress: bool) -> np.ndarray:
+        from tqdm.auto import tqdm
+
+        target = torch.device(device)
+        self.model.to(target)
+        n = len(columns["mt"])
+        out = np.zeros(n)
+        sentences = self.model.input_format == "sentences"
+        key = columns.get("ref") or columns.get("src")
+        order = sorted(range(n), key=key.__getitem__) if sentences else list(range(n))  # shared ref/src in one chunk
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if target.type == "cuda" else torch.autocast("cpu", enabled=False)
+        with torch.inference_mode(), autocast, tqdm(total=n, unit="seg", disable=not progress, desc="scoring") as bar:
+            for start in range(0, n, CHUNK_ROWS):
+                chunk = order[start : start + CHUNK_ROWS]
+                rows = {k: [v[i] for i in chunk] for k, v in columns.items()}
+                scores = self._chunk_sentences(rows, batch_size, target, bar) if sentences else self._chunk_cross(rows, batch_size, target, bar)
+                out[chunk] = scores
+        return out
+
+    def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
+        from lightning_metrics.data.batching import pad_sequences
+
+        enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
+        ids, types = enc["input_ids"], enc.get("token_type_ids")
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = np.zeros(len(ids))
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            inputs = pad_sequences(self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx])
+            out[idx] = self.model.predict_scores({"inputs": {k: v.to(target) for k, v in inputs.items()}}).float().cpu().numpy()
+            bar.update(len(idx))
+        return out
+
+    def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
+        from lightning_metrics.data.batching import unique_sentence_groups
+
+        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, rows, batch_size)
+        n_rows, n_unique, done, vectors = len(rows["mt"]), sum(len(g["input_ids"]) for g in groups), 0, []
+        for group in groups:
+            vectors.append(self.model.embed({k: v.to(target) for k, v in group.items()}).float().cpu())
+            bar.update(n_rows * (done + len(group["input_ids"])) // n_unique - n_rows * done // n_unique)  # rows, in proportion
+            done += len(group["input_ids"])
+        vectors = torch.cat(vectors)
+        out = []
+        for start in range(0, n_rows, 4096):  # the head is cheap: large row batches
+            part = {f: vectors[p[start : start + 4096]].to(target) for f, p in positions.items()}
+            out.append(self.model.scores_from_embeddings(part).float().cpu())
+        return torch.cat(out).numpy()
+
+    # -- several processes -------------------------------------------------------------------
+    def _score_distributed(self, columns: dict[str, list[str]], batch_size: int, device: str, devices: int, progress: bool) -> np.ndarray:
+        import pytorch_lightning as pl
+        from torch.utils.data import DataLoader
+
+        from lightning_metrics.data.batching import CrossEncoderCollate, RowsDataset, SentencesCollate
+
+        n = len(columns["mt"])
+        order = sorted(range(n), key=lambda i: sum(len(v[i]) for v in columns.values()))
+        dataset = RowsDataset({k: [v[i] for i in order] for k, v in columns.items()})
+        if self.model.input_format == "sentences":
+            collate = SentencesCollate(self.tokenizer, self.max_length, self.inputs, [], {}, {})
+        else:
+            collate = CrossEncoderCollate(self.tokenizer, self.max_length, [], {}, {})
+        gpu = device.startswith("cuda")
+        with tempfile.TemporaryDirectory(prefix="lm-score-") as tmp:
+            trainer = pl.Trainer(
+                accelerator="gpu" if gpu else "cpu", devices=devices, strategy="ddp_spawn", precision="bf16-mixed" if gpu else "32-true",
+                logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+                callbacks=[RankRowsWriter(tmp)],
+            )
+            trainer.predict(self.model, DataLoader(dataset, batch_size=batch_size, collate_fn=collate), return_predictions=False)
+            rows = np.concatenate([np.load(f) for f in sorted(Path(tmp).glob("rank-*.npy"))])
+        positions, first = np.unique(rows[:, 0].astype(np.int64), return_index=True)  # padding repeats some rows
+        if len(positions) != n or positions[0] != 0 or positions[-1] != n - 1:
+            raise LightningMetricsError(f"distributed scoring returned {len(positions)} of {n} rows")
+        out = np.zeros(n)
+        out[np.asarray(order)] = rows[first, 1]
+        return out
+
+
+def build_model(export):
+    """The metric model of a verified export, with its weights (built from the folder alone)."""
+    from lightning_metrics.models import FAMILIES
+
+    meta, folder = export.meta, str(export.path)
+    family = FAMILIES.get(export.family)
+    if family is None:
+        raise InputError(folder, f"unknown metric family {export.family!r}; this code knows {sorted(FAMILIES)}")
+    hparams = meta.get("hyper_parameters")
+    if not isinstance(hparams, dict) or not isinstance(meta.get("targets"), list):
+        raise InputError(folder, f"{METADATA} lacks hyper_parameters or targets")
+    try:
+        model = family(**{**hparams, "encoder": folder, "targets": meta["targets"], "init_from": None})
+    except TypeError as e:
+        raise InputError(folder, f"{METADATA}: the hyper-parameters do not fit {export.family} ({e})") from None
+    result = model.load_state_dict(export.load_weights(), strict=False)
+    if result.missing_keys or result.unexpected_keys:
+        detail = f"missing {result.missing_keys[:3]}" if result.missing_keys else f"unexpected {result.unexpected_keys[:3]}"
+        raise InputError(folder, f"{WEIGHTS}: the weights do not fit {export.family}: {detail}")
+    return model.eval()
+
+
+def load_export_tokenizer(export):
+    """The tokenizer saved in the export folder (never fetched from elsewhere)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(export.path), local_files_only=True)
+    except (OSError, ValueError, TypeError) as e:
+        raise InputError(str(export.path), f"the tokenizer files do not load ({str(e).splitlines()[0]})") from None
+
+
+class RankRowsWriter(BasePredictionWriter):
+    """Saves each rank's ``[index, score]`` prediction rows to ``rank-<r>.npy`` in ``folder``."""
+
+    def __init__(self, folder: str):
+        super().__init__(write_interval="batch")
+        self.folder, self.rows = folder, []
+
+    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx=0):
+        self.rows.append(prediction.detach().double().cpu().numpy())
+
+    def on_predict_epoch_end(self, trainer, pl_module):
+        rows = np.concatenate(self.rows) if self.rows else np.zeros((0, 2))
+        np.save(Path(self.folder) / f"rank-{trainer.global_rank}.npy", rows)
