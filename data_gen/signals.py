@@ -1,8 +1,8 @@
-"""The signals recorded for each (reference, candidate) pair, and the target score.
+"""The signals ``generate`` records for each (reference, candidate) pair, and the target score.
 
-The signals are the built-in metrics of :mod:`lightning_metrics.metrics.builtin`, under their
-names there: ``bleu`` and ``chrf`` 0-100 (sacrebleu sentence scores), ``rouge1``/``rouge2``/
-``rougeL`` F-measure 0-1 (rouge-score), ``bertscore_p/r/f`` from
+The signals are :mod:`lightning_metrics.signals`' (the built-in metrics under their names):
+``bleu`` and ``chrf`` 0-100 (sacrebleu sentence scores), ``rouge1``/``rouge2``/``rougeL``
+F-measure 0-1 (rouge-score), ``bertscore_p/r/f`` from
 :class:`lightning_metrics.bertscore.BERTScorer`. The target ``score`` is ``1 - severity``.
 """
 
@@ -11,10 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from lightning_metrics.metrics.builtin import builtin_scores
-
-LEXICAL_SIGNALS = ("bleu", "chrf", "rouge1", "rouge2", "rougeL")
-BERTSCORE_SIGNALS = ("bertscore_p", "bertscore_r", "bertscore_f")
-ALL_SIGNALS = LEXICAL_SIGNALS + BERTSCORE_SIGNALS
+from lightning_metrics.signals import ALL_SIGNALS, BERTSCORE_SIGNALS, LEXICAL_SIGNALS  # noqa: F401 (re-exported for the pipeline)
 
 
 def score_from_severity(severity: float) -> float:

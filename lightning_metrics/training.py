@@ -3,8 +3,8 @@
 Precision defaults to bf16-mixed on a GPU and 32 on CPU (``trainer.precision: null``), a
 W&B logger stays offline unless ``WANDB_MODE`` says otherwise, and ``ddp``/``ddp_spawn`` become
 their ``find_unused_parameters_true`` variants while ``nr_frozen_epochs`` freezes the encoder.
-The data module's ``encoder`` and ``targets`` are linked from the model's, so a config states
-them once (a value given for the data is replaced by the model's).
+The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings are linked from the
+model's, so a config states them once (a value given for the data is replaced by the model's).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from lightning_metrics.data.modules import MetricDataModule
 from lightning_metrics.models.base import MetricModel
 
 
-LINKED = ("encoder", "targets")  # model.init_args.X -> data.init_args.X
+LINKED = ("encoder", "targets", "signals", "signal_encoder", "signal_layer")  # model.init_args.X -> data.init_args.X
 
 
 class MetricsCLI(LightningCLI):

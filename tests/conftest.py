@@ -88,6 +88,23 @@ def da_rows():
         return [row for _, row in zip(range(200), reader)]
 
 
+@pytest.fixture(scope="session")
+def document_rows(da_rows):
+    """Whole small is-en documents of the WMT21 DA file, every system's output of each source (about 240 rows)."""
+    import csv
+    from collections import Counter
+
+    with DA_FILE.open(encoding="utf-8", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["lp"] == "is-en"]
+    docs, total = set(), 0
+    for doc, size in sorted(Counter(r["doc_id"] for r in rows).items(), key=lambda kv: (kv[1], kv[0])):
+        if total >= 240:
+            break
+        docs.add(doc)
+        total += size
+    return [r for r in rows if r["doc_id"] in docs]
+
+
 def _write_csv(path: Path, rows: list[dict]) -> Path:
     import csv
 

@@ -7,8 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from collections import Counter
-
 import pytest
 
 from conftest import REPO, TINY_CORPUS
@@ -30,24 +28,11 @@ def ok(proc):
 
 
 @pytest.fixture(scope="module")
-def ratings(tmp_path_factory, da_rows):
+def ratings(tmp_path_factory, document_rows, write_csv):
     """Whole small documents of real DA rows (every system), so relative ranks exist, as CSV and as text files."""
-    import csv
-
-    from conftest import DA_FILE, _write_csv
-
-    with DA_FILE.open(encoding="utf-8", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["lp"] == "is-en"]
-    sizes = Counter(r["doc_id"] for r in rows)
-    docs, total = [], 0
-    for doc, size in sorted(sizes.items(), key=lambda kv: (kv[1], kv[0])):
-        if total >= 240:
-            break
-        docs.append(doc)
-        total += size
-    picked = [r for r in rows if r["doc_id"] in set(docs)]
+    picked = document_rows
     folder = tmp_path_factory.mktemp("workflow-data")
-    _write_csv(folder / "ratings.csv", picked)
+    write_csv(folder / "ratings.csv", picked)
     for field, name in (("mt", "hyp.txt"), ("ref", "ref.txt"), ("src", "src.txt")):
         (folder / name).write_text("".join(r[field] + "\n" for r in picked[:24]), encoding="utf-8")
     return folder

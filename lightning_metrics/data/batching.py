@@ -56,6 +56,53 @@ class LengthBucketSampler(Sampler[int]):
             yield from batches[b].tolist()
 
 
+ROW_EXTRAS = {"weight": torch.float32, "group": torch.long, "source_id": torch.long}  # batched when the rows carry them
+
+
+class SourceGroupSampler(Sampler[int]):
+    """Shuffled indices in which the rows of one group (the outputs for one source) come together.
+
+    Groups are shuffled, each group's rows are shuffled, and the stream is cut into batches of
+    ``batch_size`` (a group may straddle two batches); the batches are then shuffled, with
+    ``lengths`` ordering the groups inside pools of ``pool_batches`` batches so padding stays
+    small. Seeded by ``(seed, epoch)`` like :class:`LengthBucketSampler`.
+    """
+
+    def __init__(self, groups: Sequence[int], lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50):
+        self.groups, self.lengths = np.asarray(groups), np.asarray(lengths)
+        self.batch_size, self.seed, self.pool_batches = batch_size, seed, pool_batches
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __iter__(self):
+        rng = np.random.default_rng([self.seed, self.epoch, 1])
+        members: dict[int, list[int]] = {}
+        for i, g in enumerate(self.groups.tolist()):
+            members.setdefault(g, []).append(i)
+        names = list(members)
+        order = [names[k] for k in rng.permutation(len(names))]
+        pool_rows = self.batch_size * self.pool_batches
+        stream: list[int] = []
+        pool: list[int] = []
+        filled = 0
+        for position, g in enumerate(order):
+            pool.append(g)
+            filled += len(members[g])
+            if filled >= pool_rows or position == len(order) - 1:
+                pool.sort(key=lambda p: self.lengths[members[p]].mean())
+                for p in pool:
+                    stream += [members[p][k] for k in rng.permutation(len(members[p]))]
+                pool, filled = [], 0
+        batches = [stream[i : i + self.batch_size] for i in range(0, len(stream), self.batch_size)]
+        for b in rng.permutation(len(batches)):
+            yield from batches[b]
+
+
 def _common(rows: list[dict], targets: Sequence[str], lp_ids: dict, system_ids: dict) -> dict:
     out = {
         "index": torch.tensor([r["index"] for r in rows], dtype=torch.long),
@@ -64,6 +111,11 @@ def _common(rows: list[dict], targets: Sequence[str], lp_ids: dict, system_ids: 
     }
     if all(t in rows[0] for t in targets):
         out["targets"] = torch.tensor([[float(r[t]) for t in targets] for r in rows], dtype=torch.float32)
+    for key, dtype in ROW_EXTRAS.items():
+        if key in rows[0]:
+            out[key] = torch.tensor([r[key] for r in rows], dtype=dtype)
+    if "signals" in rows[0]:
+        out["signals"] = torch.tensor(np.stack([r["signals"] for r in rows]), dtype=torch.float32)
     return out
 
 

@@ -4,30 +4,45 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from lightning_metrics.data.batching import CrossEncoderCollate, LengthBucketSampler, RowsDataset, SentencesCollate
+from lightning_metrics.data.batching import CrossEncoderCollate, LengthBucketSampler, RowsDataset, SentencesCollate, SourceGroupSampler
 from lightning_metrics.data.readers import read_ratings
+from lightning_metrics.data.sources import NORMALISATIONS, RatingSource, check_source_names, group_ids, normalise_scores, row_weights
 from lightning_metrics.encoders import load_tokenizer
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.signals import ALL_SIGNALS, SignalSpec, compute_signals
+
+SAMPLERS = ("length", "source")
 
 
 class MetricDataModule(pl.LightningDataModule):
-    """What both data modules share: tokenizer, target statistics, group ids, loaders.
+    """What both data modules share: tokenizer, target statistics, group ids, signals, loaders.
 
     ``targets`` are the columns the model regresses on (the first is the metric's score).
-    ``lp_names``/``system_names`` map the integer ids in batches back to names.
+    ``lp_names``/``system_names`` map the integer ids in batches back to names. ``signals``
+    (linked from a hybrid model) adds each row's signal values, computed once per distinct pair
+    and cached in ``cache_dir`` (default ``~/.cache/lightning-metrics/signals``).
     """
 
     def __init__(self, encoder: str = "default", targets: Sequence[str] = ("score",), batch_size: int = 16,
-                 num_workers: int = 0, max_length: int = 256, seed: int = 0):
+                 num_workers: int = 0, max_length: int = 256, seed: int = 0, sampler: str = "length",
+                 signals: Optional[list[str]] = None, signal_encoder: str = "default", signal_layer: Optional[int] = None,
+                 cache_dir: Optional[str] = None):
         super().__init__()
+        if sampler not in SAMPLERS:
+            raise LightningMetricsError(f"data.sampler must be one of {SAMPLERS}, got {sampler!r}")
         self.encoder, self.targets = encoder, list(targets)
         self.batch_size, self.num_workers, self.max_length, self.seed = batch_size, num_workers, max_length, seed
+        self.sampler = sampler
+        self.signal_spec = SignalSpec(tuple(signals), signal_encoder, signal_layer) if signals else None
+        self.cache_dir = cache_dir or str(Path.home() / ".cache" / "lightning-metrics" / "signals")
+        self.signal_mean: list[float] = []
+        self.signal_std: list[float] = []
         self.train_rows: dict[str, list] = {}
         self.val_rows: dict[str, list] = {}
         self.lp_names: list[str] = []
@@ -55,6 +70,18 @@ class MetricDataModule(pl.LightningDataModule):
         self.target_std = np.maximum(values.std(axis=1), 1e-6).tolist() if self.targets else []
         self.lp_names = sorted({str(x) for x in self.train_rows.get("lp", []) + self.val_rows.get("lp", [])})
         self.system_names = sorted({str(x) for x in self.val_rows.get("system", [])})
+        if self.signal_spec is not None:
+            self._add_signals()
+
+    def _add_signals(self) -> None:
+        from lightning_metrics.parallel import default_num_proc
+
+        n_train = len(self.train_rows["mt"])
+        mt, ref = self.train_rows["mt"] + self.val_rows["mt"], self.train_rows["ref"] + self.val_rows["ref"]
+        values = compute_signals(self.signal_spec, mt, ref, self.cache_dir, num_proc=default_num_proc())
+        self.signal_mean = values[:n_train].mean(axis=0).tolist()
+        self.signal_std = np.maximum(values[:n_train].std(axis=0), 1e-6).tolist()
+        self.train_rows["signals"], self.val_rows["signals"] = list(values[:n_train]), list(values[n_train:])
 
     @property
     def tokenizer(self):
@@ -95,7 +122,13 @@ class MetricDataModule(pl.LightningDataModule):
         return [sum(counts[text] for text in texts) for texts in zip(*columns)]
 
     def train_dataloader(self) -> DataLoader:
-        sampler = LengthBucketSampler(self._lengths(self.train_rows), self.batch_size, seed=self.seed)
+        lengths = self._lengths(self.train_rows)
+        if self.sampler == "source":
+            if "group" not in self.train_rows:
+                raise LightningMetricsError("data.sampler: source needs rows grouped by source (ratings with src or ref)")
+            sampler = SourceGroupSampler(self.train_rows["group"], lengths, self.batch_size, seed=self.seed)
+        else:
+            sampler = LengthBucketSampler(lengths, self.batch_size, seed=self.seed)
         return DataLoader(RowsDataset(self.train_rows), batch_size=self.batch_size, sampler=sampler,
                           collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
 
@@ -128,41 +161,124 @@ def _columns_of(ds) -> dict[str, list]:
 
 
 class RatingsDataModule(MetricDataModule):
-    """Human ratings (DA z-scores, MQM, ...) for fine-tuning.
+    """Human ratings (DA z-scores, MQM, ...) for fine-tuning, from one table or several.
 
-    ``train`` is read with the project's readers. Without ``val``, a ``val_fraction`` of the
-    rows goes to validation, split by ``val_split_by`` (whole documents: ``lp`` + ``doc_id``),
-    so no source segment is in both splits.
+    ``train`` is a path, or a list of rating sources (``{path, name, columns, weight, split_by}``,
+    see :class:`~lightning_metrics.data.sources.RatingSource`), read with the project's readers.
+    Without ``val``, each source moves ``val_fraction`` of its rows to validation, whole groups
+    of its ``split_by`` column (documents: ``lp`` + ``doc_id``), so no source segment is in both
+    splits and every source keeps its share of the dev set.
+
+    - ``normalise``: ``none``, ``z`` or ``rank`` per (source, language pair), with training
+      statistics (:func:`~lightning_metrics.data.sources.normalise_scores`); the given score is
+      kept as ``score_raw``.
+    - ``weight_by``: a count column (``annotators``) that weights rows within their source.
+    - ``sampler``: ``length`` (length-bucketed batches) or ``source`` (the outputs of one source
+      together, which pairwise losses need).
+
+    With several sources, language pairs are named ``source:lp`` (validation logs each).
     """
 
-    def __init__(self, train: str, val: Optional[str] = None, val_fraction: float = 0.1, val_split_by: Optional[str] = "doc_id",
-                 columns: Optional[dict] = None, on_invalid: str = "error", encoder: str = "default",
-                 targets: Sequence[str] = ("score",), batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0):
-        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed)
-        for path in (train, val):
-            if path is not None and not Path(path).exists():
+    def __init__(self, train: Union[str, list[dict]], val: Optional[str] = None, val_fraction: float = 0.1,
+                 val_split_by: Optional[str] = "doc_id", columns: Optional[dict] = None, on_invalid: str = "error",
+                 normalise: str = "none", weight_by: Optional[str] = None, sampler: str = "length", encoder: str = "default",
+                 targets: Sequence[str] = ("score",), batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0,
+                 signals: Optional[list[str]] = None, signal_encoder: str = "default", signal_layer: Optional[int] = None,
+                 cache_dir: Optional[str] = None):
+        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed, sampler, signals, signal_encoder, signal_layer, cache_dir)
+        if isinstance(train, (list, tuple)):
+            self.sources = [RatingSource.from_any(t) for t in train]
+        else:
+            self.sources = [RatingSource(path=str(train), columns=columns, split_by=val_split_by)]
+        if not self.sources:
+            raise LightningMetricsError("data.train lists no rating source")
+        check_source_names(self.sources)
+        self.source_names = [s.label for s in self.sources]
+        for path in [s.path for s in self.sources] + ([val] if val is not None else []):
+            if not Path(path).exists():
                 raise InputError(path, "data file not found")
-        self.train_path, self.val_path, self.val_fraction, self.val_split_by = train, val, val_fraction, val_split_by
-        self.columns, self.on_invalid = columns, on_invalid
+        if normalise not in NORMALISATIONS:
+            raise LightningMetricsError(f"data.normalise must be one of {NORMALISATIONS}, got {normalise!r}")
+        self.train_path, self.val_path, self.val_fraction = self.sources[0].path, val, val_fraction
+        self.columns, self.on_invalid, self.normalise, self.weight_by = columns, on_invalid, normalise, weight_by
 
-    def _read(self, path: str) -> dict[str, list]:
-        return _columns_of(read_ratings(path, columns=self.columns, required=(*self.text_fields, *self.targets), on_invalid=self.on_invalid))
+    def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:
+        required = (*self.text_fields, *self.targets)
+        return _columns_of(read_ratings(path, columns=columns if columns is not None else self.columns, required=required, on_invalid=self.on_invalid))
+
+    def _split(self, source: RatingSource, rows: dict[str, list]) -> tuple[dict, dict]:
+        n = _n(rows)
+        if source.split_by is None:
+            keys = [str(i) for i in range(n)]
+        elif source.split_by not in rows:
+            raise InputError(source.path, f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (val_split_by) to null")
+        else:
+            keys = [f"{lp}\t{doc}" for lp, doc in zip(rows.get("lp", [""] * n), rows[source.split_by])]
+        train_idx, val_idx = split_by_group(keys, self.val_fraction, self.seed)
+        return {k: [v[i] for i in train_idx] for k, v in rows.items()}, {k: [v[i] for i in val_idx] for k, v in rows.items()}
 
     def _load(self) -> None:
-        rows = self._read(self.train_path)
+        several = len(self.sources) > 1
+        parts = []
+        for source in self.sources:
+            rows = source.select(self._read(source.path, source.columns))
+            n = _n(rows)
+            rows["source"] = [source.label] * n
+            if several:  # one language pair in two sources is two groups
+                rows["lp"] = [f"{source.label}:{lp}" for lp in rows.get("lp", ["all"] * n)]
+            if self.weight_by is not None:
+                rows["_count"] = rows.get(self.weight_by, [None] * n)
+            if self.val_path is None:
+                parts.append(self._split(source, rows))
+            else:
+                parts.append((rows, {}))
+        self.train_rows = _concat([p[0] for p in parts])
+        self.val_rows = self._read(self.val_path) if self.val_path is not None else _concat([p[1] for p in parts])
         if self.val_path is not None:
-            self.train_rows, self.val_rows = rows, self._read(self.val_path)
-            return
-        n = len(rows["mt"])
-        if self.val_split_by is None:
-            keys = [str(i) for i in range(n)]
-        elif self.val_split_by not in rows:
-            raise InputError(self.train_path, f"no column {self.val_split_by!r} to split validation by; give data.val, or set data.val_split_by: null")
-        else:
-            keys = [f"{lp}\t{doc}" for lp, doc in zip(rows.get("lp", [""] * n), rows[self.val_split_by])]
-        train_idx, val_idx = split_by_group(keys, self.val_fraction, self.seed)
-        self.train_rows = {k: [v[i] for i in train_idx] for k, v in rows.items()}
-        self.val_rows = {k: [v[i] for i in val_idx] for k, v in rows.items()}
+            self.val_rows["source"] = [self.sources[0].label] * _n(self.val_rows)
+        self._prepare_targets()
+
+    def _prepare_targets(self) -> None:
+        train, val = self.train_rows, self.val_rows
+        n_train = _n(train)
+        groups = lambda rows: [f"{s}\t{lp}" for s, lp in zip(rows["source"], rows.get("lp", ["all"] * _n(rows)))]  # noqa: E731
+        if self.normalise != "none" and "score" in train:
+            pooled = {g: g.split("\t")[0] for g in groups(train) + groups(val)}
+            train_raw, train_groups = list(train["score"]), groups(train)
+            for rows in (train, val):
+                rows["score_raw"] = list(rows["score"])
+                rows["score"] = normalise_scores(rows["score_raw"], groups(rows), self.normalise, train_raw, train_groups, pooled).tolist()
+        weights = {s.label: s.weight for s in self.sources}
+        train["weight"] = row_weights(train["source"], weights, train.pop("_count", None)).tolist()
+        val.pop("_count", None)
+        for rows in (train, val):
+            rows["source_id"] = [self.source_names.index(s) for s in rows["source"]]
+        key = "src" if "src" in train else "ref"
+        if key in train:
+            ids = group_ids([*train["source"], *val["source"]], [*train.get("lp", [""] * n_train), *val.get("lp", [""] * _n(val))],
+                            [*train[key], *val[key]])
+            train["group"], val["group"] = ids[:n_train], ids[n_train:]
+
+    def summary(self) -> dict:
+        out = super().summary()
+        count = lambda rows, name: sum(1 for s in rows.get("source", []) if s == name)  # noqa: E731
+        out["sources"] = [{"name": s.label, "path": s.path, "weight": s.weight, "train_rows": count(self.train_rows, s.label),
+                           "val_rows": count(self.val_rows, s.label)} for s in self.sources]
+        out["normalise"], out["weight_by"] = self.normalise, self.weight_by
+        return out
+
+
+def _n(rows: dict[str, list]) -> int:
+    return len(next(iter(rows.values()))) if rows else 0
+
+
+def _concat(parts: list[dict[str, list]]) -> dict[str, list]:
+    """Row tables joined; columns that some parts lack are dropped, except the canonical ones."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    keys = [k for k in parts[0] if all(k in p for p in parts)]
+    return {k: [v for p in parts for v in p[k]] for k in keys}
 
 
 def generate_files(data: str) -> list[str]:
@@ -182,7 +298,7 @@ def read_generate_output(data: str, max_rows: Optional[int] = None) -> dict[str,
     return rows if max_rows is None else {k: v[:max_rows] for k, v in rows.items()}
 
 
-PRETRAIN_TARGETS = ("score", "bleu", "chrf", "rouge1", "rouge2", "rougeL", "bertscore_p", "bertscore_r", "bertscore_f")
+PRETRAIN_TARGETS = ("score", *ALL_SIGNALS)
 
 
 class PretrainDataModule(MetricDataModule):

@@ -71,7 +71,8 @@ class RankingDataModule(RatingsDataModule):
                  score_column: str = "raw", threshold: float = 25.0, max_pairs_per_group: Optional[int] = None,
                  columns: Optional[dict] = None, on_invalid: str = "error", encoder: str = "default",
                  batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0):
-        super().__init__(train, val, val_fraction, val_split_by, columns, on_invalid, encoder, (), batch_size, num_workers, max_length, seed)
+        super().__init__(train, val, val_fraction, val_split_by, columns, on_invalid, encoder=encoder, targets=(), batch_size=batch_size,
+                         num_workers=num_workers, max_length=max_length, seed=seed)
         self.score_column, self.threshold, self.max_pairs_per_group = score_column, threshold, max_pairs_per_group
         self._paired = False
 
@@ -79,16 +80,17 @@ class RankingDataModule(RatingsDataModule):
     def text_fields(self) -> tuple[str, ...]:
         return PAIR_FIELDS
 
-    def _read(self, path: str) -> dict[str, list]:
+    def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:
+        columns = columns if columns is not None else self.columns
         if Path(path).is_dir() and glob.glob(str(Path(path) / "data-*.parquet")):
             table = read_generate_output(path)
             if "src" not in table:
                 raise InputError(path, "ranking needs sources: run generate on a parallel corpus (a table with src and ref columns)")
         else:
-            table = read_table(path, self.columns)
+            table = read_table(path, columns)
         self._paired = {"pos", "neg"} <= set(table)
         required: Sequence[str] = PAIR_FIELDS if self._paired else ("src", "mt", "ref", self.score_column)
-        return check_table(path, table, required, self.on_invalid, self.columns)
+        return check_table(path, table, required, self.on_invalid, columns)
 
     def _load(self) -> None:
         super()._load()

@@ -26,8 +26,11 @@ from lightning_metrics.artifact import is_exported, read_export
 from lightning_metrics.correlation import kendall, pearson, spearman
 from lightning_metrics.encoders import load_encoder
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss
 from lightning_metrics.models.modules import LayerMix, pool
+from lightning_metrics.signals import SignalSpec
 
+MAX_SOURCES = 16  # rows of the per-source bias table
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
 
@@ -63,8 +66,29 @@ class MetricModel(pl.LightningModule):
         dropout: float = 0.1,
         hidden_sizes: Sequence[int] = (256,),
         init_from: Optional[str] = None,
+        loss: str = "mse",
+        huber_delta: float = 1.0,
+        clip_targets: Optional[float] = None,
+        pairwise_weight: float = 0.0,
+        pairwise_margin: float = 0.1,
+        source_bias: bool = False,
+        signals: Optional[list[str]] = None,
+        signal_encoder: str = "default",
+        signal_layer: Optional[int] = None,
+        signal_skip: bool = True,
     ):
+        """Encoder, targets, optimisation and freezing as the module docstring describes; the objective
+        (``loss``: mse or huber, ``clip_targets`` in standard deviations, ``pairwise_weight`` and
+        ``pairwise_margin`` of the ranking term, see :mod:`~lightning_metrics.models.losses`); a
+        ``source_bias`` per rating source (scoring uses the first source's); and ``signals``, the
+        hybrid inputs (:mod:`lightning_metrics.signals`) fed to the head beside the embeddings,
+        standardised, with a linear ``signal_skip`` from them to the output."""
         super().__init__()
+        if loss not in LOSSES:
+            raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
+        self.signal_spec = SignalSpec(tuple(signals), signal_encoder, signal_layer).resolved() if signals else None
+        if self.signal_spec is not None:
+            signal_layer = self.signal_spec.layer  # resolved now, so a checkpoint records it
         self.save_hyperparameters()
         self.targets = list(targets)
         unknown = set(loss_weights or {}) - set(self.targets)
@@ -81,6 +105,15 @@ class MetricModel(pl.LightningModule):
         self.register_buffer("target_mean", torch.zeros(len(self.targets)))
         self.register_buffer("target_std", torch.ones(len(self.targets)))
         self.register_buffer("stats_ready", torch.tensor(False))
+        self.n_signals = len(signals or ())
+        if self.n_signals:
+            self.register_buffer("signal_mean", torch.zeros(self.n_signals))
+            self.register_buffer("signal_std", torch.ones(self.n_signals))
+            self.signal_skip = torch.nn.Linear(self.n_signals, max(1, len(self.targets))) if signal_skip else None
+            if self.signal_skip is not None:
+                torch.nn.init.zeros_(self.signal_skip.weight)
+                torch.nn.init.zeros_(self.signal_skip.bias)
+        self.source_bias = torch.nn.Parameter(torch.zeros(MAX_SOURCES, max(1, len(self.targets)))) if source_bias else None
         self._outputs: list[torch.Tensor] = []
         if keep_embeddings_frozen:
             for name, p in self.encoder.named_parameters():
@@ -145,6 +178,31 @@ class MetricModel(pl.LightningModule):
         tokens = self.layer_mix(out.hidden_states) if self.layer_mix is not None else out.last_hidden_state
         return pool(tokens, inputs["attention_mask"], self.hparams.pooling)
 
+    def head_output(self, features: torch.Tensor, extras: dict) -> torch.Tensor:
+        """Standardised predictions [B, n_targets]: the head over ``features`` (and the standardised
+        signals, for a hybrid model), plus the signal skip and the rating source's bias.
+
+        ``extras`` holds ``signals`` [B, k] (needed by hybrid models) and ``source_id`` [B] (else source 0).
+        """
+        if not self.n_signals:
+            out = self.head(features)
+        else:
+            signals = extras.get("signals")
+            if signals is None:
+                raise LightningMetricsError(f"this model reads signals {list(self.hparams.signals)}, but the batch has none")
+            z = (signals.float() - self.signal_mean) / self.signal_std
+            out = self.head(torch.cat([features, z.to(features.dtype)], dim=1))
+            if self.signal_skip is not None:
+                out = out + self.signal_skip(z).to(out.dtype)
+        if self.source_bias is not None:
+            ids = extras.get("source_id")
+            out = out + (self.source_bias[ids] if ids is not None else self.source_bias[0]).to(out.dtype)
+        return out
+
+    def head_width(self, features: int) -> int:
+        """The head's input width: the features plus one per signal."""
+        return features + self.n_signals
+
     def scores_from(self, standardised: torch.Tensor) -> torch.Tensor:
         """The metric's score (first target) on the scale of the training data."""
         return standardised[:, 0].float() * self.target_std[0] + self.target_mean[0]
@@ -166,9 +224,15 @@ class MetricModel(pl.LightningModule):
             raise LightningMetricsError(f"model.encoder is {self.hparams.encoder!r} but data.encoder is {dm.encoder!r}; set both to the same encoder")
         if list(dm.targets) != self.targets:
             raise LightningMetricsError(f"model.targets {self.targets} differ from data.targets {list(dm.targets)}")
+        data_signals = getattr(dm, "signal_spec", None)
+        if (data_signals.resolved() if data_signals else None) != self.signal_spec:
+            raise LightningMetricsError(f"model signals {self.signal_spec} differ from the data's {data_signals}; set them on the model (linked)")
         if stage == "fit" and not bool(self.stats_ready):
             self.target_mean.copy_(torch.tensor(dm.target_mean))
             self.target_std.copy_(torch.tensor(dm.target_std))
+            if self.n_signals:
+                self.signal_mean.copy_(torch.tensor(dm.signal_mean))
+                self.signal_std.copy_(torch.tensor(dm.signal_std))
             self.stats_ready.fill_(True)
 
     # -- optimisation --------------------------------------------------------------------------
@@ -223,10 +287,17 @@ class MetricModel(pl.LightningModule):
             param.requires_grad_(trainable)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        hp = self.hparams
         pred = self(batch).float()
         target = (batch["targets"] - self.target_mean) / self.target_std
-        losses = ((pred - target) ** 2).mean(dim=0)
+        losses = regression_loss(pred, target, hp.loss, hp.huber_delta, hp.clip_targets, batch.get("weight"))
         loss = sum(w * l for w, l in zip(self.loss_weights, losses))
+        if hp.pairwise_weight > 0:
+            if "group" not in batch:
+                raise LightningMetricsError("pairwise_weight needs rows grouped by source (ratings with src or ref)")
+            ranking = pairwise_loss(pred[:, 0], target[:, 0], batch["group"], hp.pairwise_margin)
+            self.log("train_pairwise", ranking, batch_size=len(target))
+            loss = loss + hp.pairwise_weight * ranking
         self.log("train_loss", loss, prog_bar=True, batch_size=len(target))
         if len(self.targets) > 1:
             for name, value in zip(self.targets, losses):

@@ -20,9 +20,9 @@ class BleurtRegressor(MetricModel):
     def __init__(self, **kwargs):
         """Arguments as :class:`MetricModel` (encoder, targets, learning rates, freezing, head sizes, ...)."""
         super().__init__(**kwargs)
-        self.head = FeedForward(self.hidden_size, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
+        self.head = FeedForward(self.head_width(self.hidden_size), self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
         self.initialise_from(self.hparams.init_from)
 
     def forward(self, batch: dict) -> torch.Tensor:
         """Standardised predictions [B, n_targets] for a tokenised (ref, mt) batch."""
-        return self.head(self.embed(batch["inputs"]))
+        return self.head_output(self.embed(batch["inputs"]), batch)

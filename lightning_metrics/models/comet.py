@@ -32,10 +32,15 @@ class SentenceEmbeddingModel(MetricModel):
         return {field: unique[positions] for field, positions in batch["positions"].items()}
 
     def forward(self, batch: dict) -> torch.Tensor:
-        return self.from_embeddings(self.field_embeddings(batch))
+        return self.from_embeddings(self.vectors(batch))
+
+    def vectors(self, batch: dict) -> dict[str, torch.Tensor]:
+        """The field embeddings of a batch, with its ``signals`` and ``source_id`` when it has them."""
+        return {**self.field_embeddings(batch), **{k: batch[k] for k in ("signals", "source_id") if k in batch}}
 
     def from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Standardised predictions [B, n_targets] from ``{field: [B, H]}`` sentence vectors."""
+        """Standardised predictions [B, n_targets] from ``{field: [B, H]}`` sentence vectors
+        (and ``signals``/``source_id``, see :meth:`MetricModel.head_output`)."""
         raise NotImplementedError
 
     def scores_from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -43,28 +48,35 @@ class SentenceEmbeddingModel(MetricModel):
         return self.scores_from(self.from_embeddings(vectors))
 
     def predict_scores(self, batch: dict) -> torch.Tensor:
-        return self.scores_from_embeddings(self.field_embeddings(batch))
+        return self.scores_from_embeddings(self.vectors(batch))
 
 
 class CometEstimator(SentenceEmbeddingModel):
-    """Source- and reference-aware estimator (COMET's ``RegressionMetric``)."""
+    """Source- and reference-aware estimator (COMET's ``RegressionMetric``).
 
-    inputs = ("src", "mt", "ref")
-    train_fields = ("src", "mt", "ref")
+    ``source_features=False`` drops ``mt*src`` and ``|mt-src|`` (width 4H) and the source is not
+    read at all: for an encoder that cannot read the source language (the default encoder is
+    English-only), those features may be noise.
+    """
 
-    def __init__(self, **kwargs):
-        """Arguments as :class:`MetricModel`; ``hidden_sizes`` are the head's hidden layers."""
+    def __init__(self, source_features: bool = True, **kwargs):
+        """``source_features``: see the class docstring; other arguments as :class:`MetricModel`."""
+        self.inputs = self.train_fields = ("src", "mt", "ref") if source_features else ("mt", "ref")
         super().__init__(**kwargs)
-        self.head = FeedForward(6 * self.hidden_size, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
+        width = self.head_width((6 if source_features else 4) * self.hidden_size)
+        self.head = FeedForward(width, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
         self.initialise_from(self.hparams.init_from)
 
     @staticmethod
-    def features(src: torch.Tensor, mt: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-        """``[mt; ref; mt*ref; |mt-ref|; mt*src; |mt-src|]``, width 6H."""
-        return torch.cat([mt, ref, mt * ref, (mt - ref).abs(), mt * src, (mt - src).abs()], dim=1)
+    def features(src: torch.Tensor | None, mt: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+        """``[mt; ref; mt*ref; |mt-ref|; mt*src; |mt-src|]`` (6H), or the first four (4H) without ``src``."""
+        parts = [mt, ref, mt * ref, (mt - ref).abs()]
+        if src is not None:
+            parts += [mt * src, (mt - src).abs()]
+        return torch.cat(parts, dim=1)
 
     def from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.head(self.features(vectors["src"], vectors["mt"], vectors["ref"]))
+        return self.head_output(self.features(vectors.get("src"), vectors["mt"], vectors["ref"]), vectors)
 
 
 class CometReferenceless(SentenceEmbeddingModel):
@@ -76,7 +88,7 @@ class CometReferenceless(SentenceEmbeddingModel):
     def __init__(self, **kwargs):
         """Arguments as :class:`MetricModel`; ``hidden_sizes`` are the head's hidden layers."""
         super().__init__(**kwargs)
-        self.head = FeedForward(4 * self.hidden_size, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
+        self.head = FeedForward(self.head_width(4 * self.hidden_size), self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
         self.initialise_from(self.hparams.init_from)
 
     @staticmethod
@@ -85,4 +97,4 @@ class CometReferenceless(SentenceEmbeddingModel):
         return torch.cat([mt, src, mt * src, (mt - src).abs()], dim=1)
 
     def from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.head(self.features(vectors["src"], vectors["mt"]))
+        return self.head_output(self.features(vectors["src"], vectors["mt"]), vectors)

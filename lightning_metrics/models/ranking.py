@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from lightning_metrics.correlation import darr_kendall
+from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.comet import SentenceEmbeddingModel
 
 
@@ -37,6 +38,8 @@ class CometRanker(SentenceEmbeddingModel):
     def __init__(self, margin: float = 1.0, **kwargs):
         """``margin`` of the triplet losses; other arguments as :class:`MetricModel` (``targets`` is ignored)."""
         kwargs["targets"] = ()
+        if kwargs.get("signals") or kwargs.get("source_bias"):
+            raise LightningMetricsError("CometRanker has no head: signals and source_bias do not apply")
         super().__init__(**kwargs)
         self.initialise_from(self.hparams.init_from)
 

@@ -1,0 +1,44 @@
+"""Training objectives on standardised targets: robust regression and a pairwise ranking term.
+
+- :func:`regression_loss`: per-target MSE or Huber, optionally on targets clipped to ``±clip``
+  standard deviations (DA z-scores have tails past 5), with per-row weights.
+- :func:`pairwise_loss`: for rows of one group (the outputs for one source) whose human scores
+  differ, ``max(0, margin - (pred_better - pred_worse))`` averaged over the pairs. It is zero
+  exactly when every such pair is ordered by at least ``margin``; segment Kendall counts
+  orderings, which MSE on noisy scores does not.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+LOSSES = ("mse", "huber")
+
+
+def regression_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "mse", delta: float = 1.0,
+                    clip: float | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """``[n_targets]`` losses of ``pred`` against ``target`` (both ``[B, n_targets]``)."""
+    if clip is not None:
+        target = target.clamp(-clip, clip)
+    if kind == "mse":
+        per = (pred - target) ** 2
+    elif kind == "huber":
+        per = F.huber_loss(pred, target, reduction="none", delta=delta)
+    else:
+        raise ValueError(f"loss must be one of {LOSSES}, got {kind!r}")
+    if weight is None:
+        return per.mean(dim=0)
+    w = weight.to(per.dtype).unsqueeze(1)
+    return (per * w).sum(dim=0) / w.sum().clamp_min(1e-12)
+
+
+def pairwise_loss(pred: torch.Tensor, human: torch.Tensor, groups: torch.Tensor, margin: float = 0.1) -> torch.Tensor:
+    """Hinge loss over the ordered pairs of rows in the same group (see the module docstring); 0 without pairs."""
+    same = groups.unsqueeze(0) == groups.unsqueeze(1)
+    better = human.unsqueeze(1) > human.unsqueeze(0)  # [i, j]: row i is better than row j
+    pairs = same & better
+    if not bool(pairs.any()):
+        return pred.new_zeros(())
+    gaps = pred.unsqueeze(1) - pred.unsqueeze(0)
+    return F.relu(margin - gaps[pairs]).mean()
