@@ -14,7 +14,7 @@ import torch
 from pytorch_lightning.callbacks import Callback
 
 from lightning_metrics import __version__
-from lightning_metrics.artifact import WEIGHTS, write_export
+from lightning_metrics.artifact import SIGNAL_ENCODER, WEIGHTS, write_export
 from lightning_metrics.errors import LightningMetricsError
 
 
@@ -58,6 +58,13 @@ def save_model_files(model, folder: Path) -> None:
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, folder / WEIGHTS)
     model.encoder.config.save_pretrained(folder)
     load_tokenizer(model.hparams.encoder).save_pretrained(folder)
+    spec = getattr(model, "signal_spec", None)
+    if spec is not None and spec.needs_encoder:  # a hybrid model's BERTScore encoder travels with it
+        from lightning_metrics.encoders import load_encoder
+
+        encoder, tokenizer = load_encoder(spec.encoder)
+        encoder.save_pretrained(folder / SIGNAL_ENCODER)
+        tokenizer.save_pretrained(folder / SIGNAL_ENCODER)
 
 
 def _metadata(model, checkpoint: dict, source) -> dict:
@@ -78,6 +85,8 @@ def _metadata(model, checkpoint: dict, source) -> dict:
         "trained": {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step"), "checkpoint": Path(source).name},
         "dev_correlations": dev,
         "training_data": checkpoint.get("data_summary", {}),
+        "signals": None if model.signal_spec is None else {"names": list(model.signal_spec.names), "layer": model.signal_spec.layer,
+                                                            "encoder": str(model.signal_spec.encoder)},
     }
 
 

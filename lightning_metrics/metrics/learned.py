@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter
 
-from lightning_metrics.artifact import METADATA, WEIGHTS, read_export
+from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.metrics.base import Metric, Signature
 
@@ -34,14 +34,15 @@ PROGRESS_FROM = 2000  # rows from which progress=None shows a bar
 class LearnedMetric(Metric):
     """A folder written by ``lightning-metrics export``, verified against its manifest; never unpickles."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, export=None):
         self.path = Path(path)
-        self.export = read_export(self.path)
+        self.export = export if export is not None else read_export(self.path)
         self.name = self.path.name
         self.model = build_model(self.export)
         self.inputs = tuple(self.export.meta.get("inputs", self.model.inputs))
         self.tokenizer = load_export_tokenizer(self.export)
         self.max_length = min(MAX_LENGTH, int(self.tokenizer.model_max_length))
+        self.shared_embeddings: dict | None = None  # sentence -> vector, shared by ensemble members with one encoder
 
     @property
     def meta(self) -> dict:
@@ -53,12 +54,23 @@ class LearnedMetric(Metric):
 
     def segment_scores(self, columns, batch_size=64, device="cpu", devices=1, progress=None) -> list[float]:
         show = progress if progress is not None else len(columns["mt"]) >= PROGRESS_FROM
+        signals = self.signals(columns, device, show)
         if devices > 1:
-            return self._score_distributed(columns, batch_size, device, devices, show).tolist()
-        return self._score_local(columns, batch_size, device, show).tolist()
+            return self._score_distributed(columns, batch_size, device, devices, show, signals).tolist()
+        return self._score_local(columns, batch_size, device, show, signals).tolist()
+
+    def signals(self, columns: dict[str, list[str]], device: str = "cpu", progress: bool | None = None) -> np.ndarray | None:
+        """A hybrid model's signal values per row (with the BERTScore encoder saved in the export), else None."""
+        spec = self.model.signal_spec
+        if spec is None:
+            return None
+        from lightning_metrics.parallel import default_num_proc
+        from lightning_metrics.signals import compute_signals
+
+        return compute_signals(spec, columns["mt"], columns["ref"], num_proc=default_num_proc(), device=device, progress=progress)
 
     # -- one process -------------------------------------------------------------------------
-    def _score_local(self, columns: dict[str, list[str]], batch_size: int, device: str, progress: bool) -> np.ndarray:
+    def _score_local(self, columns: dict[str, list[str]], batch_size: int, device: str, progress: bool, signals: np.ndarray | None) -> np.ndarray:
         from tqdm.auto import tqdm
 
         target = torch.device(device)
@@ -73,11 +85,15 @@ class LearnedMetric(Metric):
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
                 rows = {k: [v[i] for i in chunk] for k, v in columns.items()}
-                scores = self._chunk_sentences(rows, batch_size, target, bar) if sentences else self._chunk_cross(rows, batch_size, target, bar)
+                extra = None if signals is None else torch.tensor(signals[chunk], dtype=torch.float32)
+                if sentences:
+                    scores = self._chunk_sentences(rows, batch_size, target, bar, extra)
+                else:
+                    scores = self._chunk_cross(rows, batch_size, target, bar, extra)
                 out[chunk] = scores
         return out
 
-    def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
+    def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
         from lightning_metrics.data.batching import pad_sequences
 
         enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
@@ -87,28 +103,64 @@ class LearnedMetric(Metric):
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             inputs = pad_sequences(self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx])
-            out[idx] = self.model.predict_scores({"inputs": {k: v.to(target) for k, v in inputs.items()}}).float().cpu().numpy()
+            batch = {"inputs": {k: v.to(target) for k, v in inputs.items()}}
+            if signals is not None:
+                batch["signals"] = signals[idx].to(target)
+            out[idx] = self.model.predict_scores(batch).float().cpu().numpy()
             bar.update(len(idx))
         return out
 
-    def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar) -> np.ndarray:
-        from lightning_metrics.data.batching import unique_sentence_groups
-
-        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, rows, batch_size)
-        n_rows, n_unique, done, vectors = len(rows["mt"]), sum(len(g["input_ids"]) for g in groups), 0, []
-        for group in groups:
-            vectors.append(self.model.embed({k: v.to(target) for k, v in group.items()}).float().cpu())
-            bar.update(n_rows * (done + len(group["input_ids"])) // n_unique - n_rows * done // n_unique)  # rows, in proportion
-            done += len(group["input_ids"])
-        vectors = torch.cat(vectors)
+    def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
+        n_rows = len(rows["mt"])
+        unique = list(dict.fromkeys(t for texts in rows.values() for t in texts))
+        cache = self.shared_embeddings if self.shared_embeddings is not None else {}
+        missing = [t for t in unique if t not in cache]
+        done = 0
+        if missing:
+            for texts, vectors in self._embed(missing, batch_size, target):
+                cache.update(zip(texts, vectors))
+                bar.update(n_rows * (done + len(texts)) // len(missing) - n_rows * done // len(missing))  # rows, in proportion
+                done += len(texts)
+        else:
+            bar.update(n_rows)
+        index = {t: i for i, t in enumerate(unique)}
+        vectors = torch.stack([cache[t] for t in unique])
+        positions = {f: torch.tensor([index[t] for t in texts]) for f, texts in rows.items()}
         out = []
         for start in range(0, n_rows, 4096):  # the head is cheap: large row batches
             part = {f: vectors[p[start : start + 4096]].to(target) for f, p in positions.items()}
+            if signals is not None:
+                part["signals"] = signals[start : start + 4096].to(target)
             out.append(self.model.scores_from_embeddings(part).float().cpu())
         return torch.cat(out).numpy()
 
+    def _embed(self, sentences: list[str], batch_size: int, target: torch.device):
+        """``(sentences, vectors)`` per length-sorted group of distinct ``sentences`` (vectors on the CPU)."""
+        from lightning_metrics.data.batching import unique_sentence_groups
+
+        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {"s": sentences}, batch_size)
+        order = np.argsort(positions["s"].numpy(), kind="stable")  # group order -> input order
+        start = 0
+        for group in groups:
+            size = len(group["input_ids"])
+            vectors = self.model.embed({k: v.to(target) for k, v in group.items()}).float().cpu()
+            yield [sentences[i] for i in order[start : start + size]], list(vectors)
+            start += size
+
+    def encoder_key(self) -> str:
+        """A hash of the encoder and layer-mix weights: members with equal keys embed sentences alike."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self.model.state_dict().items()):
+            if name.startswith(("encoder.", "layer_mix.")):
+                digest.update(name.encode())
+                digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        return digest.hexdigest()
+
     # -- several processes -------------------------------------------------------------------
-    def _score_distributed(self, columns: dict[str, list[str]], batch_size: int, device: str, devices: int, progress: bool) -> np.ndarray:
+    def _score_distributed(self, columns: dict[str, list[str]], batch_size: int, device: str, devices: int, progress: bool,
+                           signals: np.ndarray | None) -> np.ndarray:
         import pytorch_lightning as pl
         from torch.utils.data import DataLoader
 
@@ -116,7 +168,10 @@ class LearnedMetric(Metric):
 
         n = len(columns["mt"])
         order = sorted(range(n), key=lambda i: sum(len(v[i]) for v in columns.values()))
-        dataset = RowsDataset({k: [v[i] for i in order] for k, v in columns.items()})
+        table = {k: [v[i] for i in order] for k, v in columns.items()}
+        if signals is not None:
+            table["signals"] = list(signals[order])
+        dataset = RowsDataset(table)
         if self.model.input_format == "sentences":
             collate = SentencesCollate(self.tokenizer, self.max_length, self.inputs, [], {}, {})
         else:
@@ -149,8 +204,11 @@ def build_model(export):
     hparams = meta.get("hyper_parameters")
     if not isinstance(hparams, dict) or not isinstance(meta.get("targets"), list):
         raise InputError(folder, f"{METADATA} lacks hyper_parameters or targets")
+    overrides = {"encoder": folder, "targets": meta["targets"], "init_from": None}
+    if export.file(SIGNAL_ENCODER).is_dir():  # a hybrid model computes its signals with the encoder it was trained with
+        overrides["signal_encoder"] = str(export.file(SIGNAL_ENCODER))
     try:
-        model = family(**{**hparams, "encoder": folder, "targets": meta["targets"], "init_from": None})
+        model = family(**{**hparams, **overrides})
     except TypeError as e:
         raise InputError(folder, f"{METADATA}: the hyper-parameters do not fit {export.family} ({e})") from None
     result = model.load_state_dict(export.load_weights(), strict=False)
