@@ -6,7 +6,8 @@ A folder of format version :data:`FORMAT_VERSION` holds
 - ``model.safetensors``: every weight (loading never unpickles code);
 - the encoder's ``config.json`` and the tokenizer files, so nothing is fetched to load it;
 - ``README.md``, the model card;
-- any further files a metric needs (an ensemble's members, under ``members/``);
+- any further files a metric needs (a hybrid model's BERTScore encoder under ``signal_encoder/``,
+  an ensemble's members under ``members/``);
 - ``manifest.json``: every other file with its size and sha256.
 
 :func:`write_export` builds the folder beside its target and renames it into place, so a
@@ -37,6 +38,7 @@ WEIGHTS = "model.safetensors"
 MANIFEST = "manifest.json"
 CARD = "README.md"
 ENCODER_CONFIG = "config.json"
+SIGNAL_ENCODER = "signal_encoder"  # folder: a hybrid model's BERTScore encoder
 V1_FILES = (METADATA, WEIGHTS, ENCODER_CONFIG)  # what a version-1 folder (no manifest) must hold
 
 
@@ -55,7 +57,7 @@ def sha256_of(path: Path) -> str:
 
 
 def _manifest_of(folder: Path) -> dict:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST)
     return {
         "format_version": FORMAT_VERSION,
         "files": {p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_of(p)} for p in files},

@@ -245,16 +245,34 @@ def run_score(cfg) -> int:
 
 
 def _export_parser() -> ArgumentParser:
-    p = _subparser("Export a trained checkpoint as a self-contained metric folder.")
-    p.add_argument("checkpoint", type=str, help="a Lightning .ckpt from fit")
+    p = _subparser("Export a trained checkpoint as a self-contained metric folder, or several metrics as one ensemble.")
+    p.add_argument("checkpoint", type=Optional[str], nargs="?", help="a Lightning .ckpt from fit (not with --ensemble)")
     p.add_argument("--out", type=str, required=True, help="target folder, e.g. checkpoints/my-metric")
     p.add_argument("--force", type=bool, default=False, help="replace an existing folder")
+    p.add_argument("--ensemble", type=str, nargs="+", default=None,
+                   help="instead of a checkpoint: exported metric folders and/or built-in metrics to average")
+    p.add_argument("--data", type=Optional[str], default=None, help="with --ensemble: ratings whose rows standardise each member")
+    p.add_argument("--weights", type=float, nargs="+", default=None, help="with --ensemble: one weight per member (default equal)")
+    p.add_argument("--max-rows", type=int, default=5000, help="with --ensemble: rows of --data used for the statistics (seeded sample)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
     return p
 
 
 def run_export(cfg) -> int:
     from lightning_metrics.export import export_checkpoint
 
+    if cfg.ensemble:
+        from lightning_metrics.metrics.base import resolve_device
+        from lightning_metrics.metrics.ensemble import export_ensemble
+
+        if cfg.checkpoint is not None or cfg.data is None:
+            raise LightningMetricsError("export --ensemble A B ... takes no checkpoint, and needs --data RATINGS to standardise the members")
+        folder = export_ensemble(cfg.ensemble, cfg.out, cfg.data, cfg.weights, cfg.force, cfg.max_rows, cfg.seed, resolve_device(cfg.device))
+        print(f"exported ensemble of {', '.join(cfg.ensemble)} -> {folder}")
+        return 0
+    if cfg.checkpoint is None:
+        raise LightningMetricsError("export needs a checkpoint (or --ensemble A B ... --data RATINGS)")
     if not Path(cfg.checkpoint).is_file():
         raise LightningMetricsError(f"{cfg.checkpoint}: checkpoint file not found")
     folder = export_checkpoint(cfg.checkpoint, cfg.out, force=cfg.force)

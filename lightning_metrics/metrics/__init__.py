@@ -3,6 +3,7 @@
 - :mod:`~lightning_metrics.metrics.base`: :class:`Metric`, :class:`ScoreResult`, :class:`Signature`;
 - :mod:`~lightning_metrics.metrics.builtin`: BLEU, chrF, ROUGE, BERTScore and their registry;
 - :mod:`~lightning_metrics.metrics.learned`: exported metric folders;
+- :mod:`~lightning_metrics.metrics.ensemble`: several metrics averaged, as one folder;
 - :mod:`~lightning_metrics.metrics.systems`: scoring and printing several systems at once.
 
 Everything that scores (the CLI, ``evaluate``, ``probe``, the benchmarks) asks :func:`load_metric`
@@ -39,9 +40,11 @@ def load_metric(name_or_path: str, **options) -> Metric:
     if is_exported(text):
         if options:
             raise LightningMetricsError(f"{text}: an exported metric takes no options (got {sorted(options)})")
+        from lightning_metrics.metrics.ensemble import FAMILY, Ensemble
         from lightning_metrics.metrics.learned import LearnedMetric
 
-        return LearnedMetric(text)
+        export = read_export(text)
+        return Ensemble.from_export(export) if export.family == FAMILY else LearnedMetric(text, export)
     if is_builtin(text):
         return builtin(text, **options)
     if Path(text).exists():

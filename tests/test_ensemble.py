@@ -1,0 +1,67 @@
+"""Ensembles: the score is the mean of the members' standardised scores; one load_metric call
+loads the folder; members with one encoder embed each sentence once; bad requests are one line."""
+
+import json
+
+import numpy as np
+import pytest
+import pytorch_lightning as pl
+
+from lightning_metrics import load_metric
+from lightning_metrics.cli import main
+from lightning_metrics.data.modules import RatingsDataModule
+from lightning_metrics.export import export_checkpoint
+from lightning_metrics.models import CometEstimator
+
+
+@pytest.fixture(scope="module")
+def members(tmp_path_factory, tiny_encoder, document_rows, write_csv):
+    """Two tiny estimators on one frozen encoder (no layer mix), one trained further: different heads, equal encoders."""
+    folder = tmp_path_factory.mktemp("ensemble")
+    data = write_csv(folder / "r.csv", document_rows)
+    out = []
+    for name, steps in (("a", 2), ("b", 5)):
+        pl.seed_everything(0)
+        dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8)
+        model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), nr_frozen_epochs=1.0, keep_embeddings_frozen=True, lr_head=1e-2,
+                               layer_mix=False)
+        trainer = pl.Trainer(max_epochs=1, limit_train_batches=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                             enable_model_summary=False, num_sanity_val_steps=0)
+        trainer.fit(model, dm)
+        trainer.save_checkpoint(folder / f"{name}.ckpt")
+        out.append(export_checkpoint(folder / f"{name}.ckpt", folder / name))
+    return data, out
+
+
+def test_ensemble_is_the_mean_of_standardised_members(members, tmp_path, document_rows):
+    data, (a, b) = members
+    out = tmp_path / "ens"
+    assert main(["export", "--ensemble", str(a), str(b), "chrf", "--data", str(data), "--out", str(out), "--weights", "1", "1", "2"]) == 0
+    ens = load_metric(str(out))
+    meta = json.loads((out / "metric.json").read_text())
+    assert meta["family"] == "Ensemble" and [m["label"] for m in meta["members"]] == ["a", "b", "chrf"]
+    rows = document_rows[:40]
+    given = {k: [r[k] for r in rows] for k in ("src", "mt", "ref")}
+    result = ens.score(**given)
+    parts = [np.asarray(load_metric(str(p)).score(**given).scores) for p in (a, b, "chrf")]
+    train = {k: [r[k] for r in document_rows] for k in ("src", "mt", "ref")}  # all rows: fewer than --max-rows
+    expected_stats = [(np.mean(s), np.std(s)) for s in (np.asarray(load_metric(str(p)).score(**train).scores) for p in (a, b, "chrf"))]
+    assert [v for s in meta["stats"] for v in (s["mean"], s["std"])] == pytest.approx([v for pair in expected_stats for v in pair])
+    z = [(p - m) / s for p, (m, s) in zip(parts, expected_stats)]
+    assert result.scores == pytest.approx(((z[0] + z[1] + 2 * z[2]) / 4).tolist(), abs=1e-9)
+    assert result.signature.startswith("ens|hash:") and "|members:a+b+chrf|" in result.signature
+    assert ens.members[0][1].shared_embeddings is ens.members[1][1].shared_embeddings  # one frozen encoder: embedded once
+    assert len(ens.members[0][1].shared_embeddings) == len({t for k in given for t in given[k]})
+
+
+def test_ensemble_requests_fail_in_one_line(members, tmp_path, capsys):
+    data, (a, _) = members
+    for args, problem in (
+        (["--ensemble", str(a), "chrf", "--out", str(tmp_path / "x")], "needs --data RATINGS"),
+        (["--ensemble", str(a), "comet", "--data", str(data), "--out", str(tmp_path / "x")], "unknown metric 'comet'"),
+        (["--ensemble", str(a), "chrf", "--data", str(data), "--weights", "1", "--out", str(tmp_path / "x")], "one non-negative weight per member"),
+        (["--ensemble", str(a), str(a), "--data", str(data), "--out", str(tmp_path / "x")], "distinct names"),
+    ):
+        assert main(["export", *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and problem in err[0]
