@@ -60,8 +60,10 @@ def _precision() -> str:
 def _trainer(root: Path, **kwargs):
     import pytorch_lightning as pl
 
+    from lightning_metrics.resume import AtomicCheckpointIO
+
     return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root, name="logs"), precision=_precision(),
-                      num_sanity_val_steps=0, gradient_clip_val=1.0, enable_model_summary=False, **kwargs)
+                      plugins=[AtomicCheckpointIO()], num_sanity_val_steps=0, gradient_clip_val=1.0, enable_model_summary=False, **kwargs)
 
 
 def run(out: str = "runs/quickstart", checkpoints: str = "checkpoints", ratings: Optional[str] = None,

@@ -17,6 +17,7 @@ from pytorch_lightning.cli import LightningCLI
 
 from lightning_metrics.data.modules import MetricDataModule
 from lightning_metrics.models.base import MetricModel
+from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
 
 
 LINKED = ("encoder", "targets", "signals", "signal_encoder", "signal_layer")  # model.init_args.X -> data.init_args.X
@@ -26,6 +27,23 @@ class MetricsCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         for key in LINKED:
             parser.link_arguments(f"model.init_args.{key}", f"data.init_args.{key}")
+
+    def _instantiate_trainer(self, config: dict, callbacks: list):
+        if not config.get("plugins"):  # checkpoints written atomically (lightning_metrics.resume)
+            config["plugins"] = [AtomicCheckpointIO()]
+        return super()._instantiate_trainer(config, callbacks)
+
+    def _parse_ckpt_path(self) -> None:
+        # before LightningCLI reads the checkpoint (a traceback when damaged) and lets its hyper-parameters
+        # replace the config's model (silently, even another model family)
+        subcommand = self.config.get("subcommand")
+        ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
+        if ckpt_path:
+            model = self.config[subcommand].get("model")
+            args = model.get("init_args") if model is not None else None
+            args = args.as_dict() if hasattr(args, "as_dict") else dict(args or {})
+            check_resume_checkpoint(str(ckpt_path), model.class_path if subcommand == "fit" else None, args if subcommand == "fit" else {})
+        super()._parse_ckpt_path()
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config

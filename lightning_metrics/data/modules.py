@@ -15,6 +15,7 @@ from lightning_metrics.data.readers import read_ratings
 from lightning_metrics.data.sources import NORMALISATIONS, RatingSource, check_source_names, group_ids, normalise_scores, row_weights
 from lightning_metrics.encoders import load_tokenizer
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.resume import ResumableLoader
 from lightning_metrics.signals import ALL_SIGNALS, SignalSpec, compute_signals
 
 SAMPLERS = ("length", "source")
@@ -50,6 +51,7 @@ class MetricDataModule(pl.LightningDataModule):
         self.target_mean: list[float] = []
         self.target_std: list[float] = []
         self._tokenizer = None
+        self._resume: Optional[dict] = None
 
     # -- subclasses fill train_rows / val_rows in _load() --------------------------------------
     def _load(self) -> None:
@@ -129,8 +131,16 @@ class MetricDataModule(pl.LightningDataModule):
             sampler = SourceGroupSampler(self.train_rows["group"], lengths, self.batch_size, seed=self.seed)
         else:
             sampler = LengthBucketSampler(lengths, self.batch_size, seed=self.seed)
-        return DataLoader(RowsDataset(self.train_rows), batch_size=self.batch_size, sampler=sampler,
-                          collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
+        return ResumableLoader(RowsDataset(self.train_rows), batch_size=self.batch_size, sampler=sampler, resume=self._resume,
+                               collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
+
+    def state_dict(self) -> dict:
+        """Saved in every checkpoint: where the training loader stands in its epoch (lightning_metrics.resume)."""
+        loader = getattr(self.trainer, "train_dataloader", None) if self.trainer is not None else None
+        return {"train_loader": loader.state_dict()} if isinstance(loader, ResumableLoader) else {}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self._resume = state_dict.get("train_loader")
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(RowsDataset(self.val_rows), batch_size=self.batch_size, shuffle=False,

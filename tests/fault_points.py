@@ -1,0 +1,57 @@
+"""Fault-injection points for tests/test_kill_resume.py and benchmarks/kill_resume.py.
+
+Each one touches ``flag`` at a chosen point of a real ``fit`` and then blocks, so the test can
+SIGKILL the process group exactly there. They change nothing about training itself.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from lightning_metrics.resume import AtomicCheckpointIO
+
+
+def _block(flag: str) -> None:
+    Path(flag).touch()
+    while True:  # the test's SIGKILL ends this
+        time.sleep(60)
+
+
+class PauseAt(pl.Callback):
+    """Block before training batch ``step`` (phase ``train``) or inside the validation that runs
+    after step ``step`` (phase ``val``, at its second batch)."""
+
+    def __init__(self, flag: str, step: int, phase: str = "train"):
+        self.flag, self.step, self.phase = flag, step, phase
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self.phase == "train" and trainer.global_step == self.step:
+            _block(self.flag)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        if self.phase == "val" and not trainer.sanity_checking and trainer.global_step == self.step and batch_idx == 1:
+            _block(self.flag)
+
+
+class PauseMidWrite(AtomicCheckpointIO):
+    """The real atomic writer, except that checkpoint write number ``write`` (1-based) stops halfway."""
+
+    def __init__(self, flag: str, write: int):
+        super().__init__()
+        self.flag, self.write, self.count = flag, write, 0
+
+    def _write(self, checkpoint: dict, f) -> None:
+        self.count += 1
+        if self.count != self.write:
+            return super()._write(checkpoint, f)
+        buffer = io.BytesIO()
+        torch.save(checkpoint, buffer)
+        data = buffer.getvalue()
+        f.write(data[: len(data) // 2])
+        f.flush()
+        _block(self.flag)
