@@ -215,32 +215,68 @@ def _score_parser() -> ArgumentParser:
     return p
 
 
-def run_score(cfg) -> int:
+def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list | None, dict | list | None]:
+    """Per-system mt, and ref/src (shared lists or per-system dicts), from ``-t/-r/-s`` or ``--data``
+    (``paired``: every system must cover the same segments, put in one order)."""
     from lightning_metrics.data.readers import read_parallel_text, read_ratings
-    from lightning_metrics.metrics import load_metric
-    from lightning_metrics.metrics.systems import format_scores, score_systems, systems_from_table
+    from lightning_metrics.metrics.systems import paired_systems_from_table, systems_from_table
 
-    metric = load_metric(cfg.model)
     needs_ref, needs_src = metric.needs_ref, metric.needs_src
-    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
     if cfg.data:
         required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
         data = read_ratings(cfg.data, columns=_columns(cfg), required=required, on_invalid=cfg.on_invalid)
-        by_mt, by_ref, by_src = systems_from_table(data)
-        results = score_systems(metric, by_mt, by_ref, by_src, **options)
-    else:
-        if not cfg.translations or (needs_ref and not cfg.references):
-            raise LightningMetricsError("score needs -t SYSTEM_FILE [...]" + (" and -r REFERENCE_FILE" if needs_ref else "") + ", or --data FILE")
-        if needs_src and not cfg.sources:
-            raise LightningMetricsError(f"{cfg.model} reads sources: give -s SOURCE_FILE")
-        text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
-        results = score_systems(metric, {str(p): lines for p, lines in zip(cfg.translations, text["mt"])}, text["ref"], text["src"], **options)
+        return paired_systems_from_table(data, cfg.data, getattr(cfg, "lp", None)) if paired else systems_from_table(data)
+    if not cfg.translations or (needs_ref and not cfg.references):
+        raise LightningMetricsError(f"{'compare' if paired else 'score'} needs -t SYSTEM_FILE [...]" + (" and -r REFERENCE_FILE" if needs_ref else "") + ", or --data FILE")
+    if needs_src and not cfg.sources:
+        raise LightningMetricsError(f"{cfg.model} reads sources: give -s SOURCE_FILE")
+    text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
+    return {str(p): lines for p, lines in zip(cfg.translations, text["mt"])}, text["ref"], text["src"]
+
+
+def run_score(cfg) -> int:
+    from lightning_metrics.metrics import load_metric
+    from lightning_metrics.metrics.systems import format_scores, score_systems
+
+    metric = load_metric(cfg.model)
+    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
+    results = score_systems(metric, *_systems_input(cfg, metric), **options)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
     if cfg.json:
         _write_json(cfg.json, {
             "signature": next(iter(results.values())).signature,
             "systems": {k: {"system_score": r.system_score, "scores": r.scores} for k, r in results.items()},
         })
+    return 0
+
+
+def _compare_parser() -> ArgumentParser:
+    p = _score_parser()
+    p.description = "Is one system really better than another? Paired bootstrap and paired t-test for every pair of systems."
+    p.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level that decides the winner")
+    p.add_argument("--lp", type=Optional[str], default=None, help="with --data: keep only this language pair")
+    return p
+
+
+def run_compare(cfg) -> int:
+    from lightning_metrics.metrics import load_metric
+    from lightning_metrics.metrics.systems import score_systems
+    from lightning_metrics.significance import compare_systems, format_comparisons
+
+    metric = load_metric(cfg.model)
+    mt, ref, src = _systems_input(cfg, metric, paired=True)
+    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
+    results = score_systems(metric, mt, ref, src, **options)
+    of = lambda value, name: value.get(name) if isinstance(value, dict) else value  # noqa: E731
+    columns = {n: metric.columns(mt[n], of(ref, n), of(src, n)) for n in mt}
+    pairs = compare_systems(metric, results, columns, cfg.bootstrap, cfg.seed, cfg.alpha)
+    print(format_comparisons(pairs, results, cfg.bootstrap, cfg.seed, cfg.alpha))
+    if cfg.json:
+        _write_json(cfg.json, {"signature": next(iter(results.values())).signature, "bootstrap": cfg.bootstrap, "seed": cfg.seed,
+                               "alpha": cfg.alpha, "systems": {n: r.system_score for n, r in results.items()},
+                               "pairs": [p.as_dict() for p in pairs]})
     return 0
 
 
@@ -325,6 +361,7 @@ COMMANDS = {
     "bertscore-baseline": (_baseline_parser, run_baseline, "compute a BERTScore rescaling baseline for any encoder"),
     "generate": (_generate_parser, run_generate, "make synthetic training pairs from a corpus"),
     "score": (_score_parser, run_score, "score system outputs with a metric"),
+    "compare": (_compare_parser, run_compare, "test whether one system is better than another (paired bootstrap, t-test)"),
     "export": (_export_parser, run_export, "export a trained checkpoint as a self-contained metric folder"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),

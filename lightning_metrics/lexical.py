@@ -126,3 +126,26 @@ def sentence_rouge(
         t: {field: [getattr(s[t], field) for s in scores] for field in ("precision", "recall", "fmeasure")}
         for t in ROUGE_TYPES
     }
+
+
+def corpus_statistics(kind: str, hyps: Sequence[str], refs: Refs, **settings):
+    """Per-segment sufficient statistics of corpus BLEU or chrF (``kind``), float32 as sacrebleu's
+    paired bootstrap keeps them: a resample's corpus score is :func:`score_from_statistics` of
+    the sum of its rows."""
+    import numpy as np
+
+    metric = _corpus_metric(kind, **settings)
+    return np.array(metric._extract_corpus_statistics(list(hyps), _ref_streams(hyps, refs)), dtype="float32")
+
+
+def score_from_statistics(kind: str, summed, **settings) -> float:
+    """The corpus score (0-100) of summed :func:`corpus_statistics` rows."""
+    return float(_corpus_metric(kind, **settings)._compute_score_from_stats(summed).score)
+
+
+def _corpus_metric(kind: str, **settings):
+    if kind == "bleu":
+        return _bleu(settings.get("tokenize", "13a"), settings.get("smooth_method", "exp"), False, settings.get("lowercase", False))
+    if kind == "chrf":
+        return _chrf(settings.get("word_order", 0), settings.get("lowercase", False))
+    raise ValueError(f"no corpus statistics for {kind!r}")

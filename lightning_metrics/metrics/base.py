@@ -88,6 +88,11 @@ class Metric(ABC):
         """The system-level score of these rows; the mean of the segment scores unless overridden."""
         return float(np.mean(scores)) if len(scores) else float("nan")
 
+    def resampled_system_scores(self, scores: Sequence[float], columns: dict[str, list[str]], resamples: np.ndarray) -> np.ndarray:
+        """The system score of each bootstrap resample (a row of segment indices in ``resamples``);
+        the mean unless overridden (BLEU and chrF resample their corpus statistics)."""
+        return np.asarray(scores, dtype=np.float64)[resamples].mean(axis=1)
+
     def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None, batch_size: int = 64,
               device: str = "auto", devices: int = 1, progress: bool | None = None) -> ScoreResult:
         """Score candidates ``mt`` (against ``ref``, given ``src`` where the metric reads them).

@@ -14,6 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Sequence
 
+import numpy as np
+
 from lightning_metrics import lexical
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric, Signature
@@ -64,6 +66,9 @@ class BLEU(BuiltinMetric):
     def system_score(self, scores, columns) -> float:
         return lexical.corpus_bleu(columns["mt"], columns["ref"], **self._settings()) if scores else float("nan")
 
+    def resampled_system_scores(self, scores, columns, resamples) -> np.ndarray:
+        return _resampled_corpus("bleu", columns, resamples, self._settings())
+
 
 class CHRF(BuiltinMetric):
     """Sentence chrF per segment; corpus chrF per system (sacrebleu). ``word_order=2`` is chrF++."""
@@ -88,6 +93,15 @@ class CHRF(BuiltinMetric):
 
     def system_score(self, scores, columns) -> float:
         return lexical.corpus_chrf(columns["mt"], columns["ref"], **self._settings()) if scores else float("nan")
+
+    def resampled_system_scores(self, scores, columns, resamples) -> np.ndarray:
+        return _resampled_corpus("chrf", columns, resamples, self._settings())
+
+
+def _resampled_corpus(kind: str, columns: dict, resamples: np.ndarray, settings: dict) -> np.ndarray:
+    """Corpus BLEU/chrF of each resample, from per-segment statistics (sacrebleu's ``--paired-bs`` way)."""
+    stats = lexical.corpus_statistics(kind, columns["mt"], columns["ref"], **settings)
+    return np.array([lexical.score_from_statistics(kind, stats[rows].sum(0), **settings) for rows in resamples])
 
 
 class ROUGE(BuiltinMetric):

@@ -65,3 +65,38 @@ def format_scores(results: dict[str, ScoreResult], quiet: bool = False, only_sys
     if results:
         lines.append(f"signature: {next(iter(results.values())).signature}")
     return "\n".join(lines)
+
+
+def paired_systems_from_table(data, source: str, lp: str | None = None) -> tuple[dict[str, list[str]], dict[str, list[str] | None],
+                                                                                 dict[str, list[str] | None]]:
+    """:func:`systems_from_table` for paired tests: every system must hold the same segments, each
+    once, which are put in the first system's order. A segment is its ``lp``/``doc_id``/``seg_id``
+    where the table has ``seg_id``, else its source and reference text. ``lp`` keeps one language pair."""
+    from lightning_metrics.errors import InputError
+
+    table = data.to_dict() if hasattr(data, "to_dict") else dict(data)
+    if lp is not None:
+        keep = [i for i, x in enumerate(table.get("lp") or []) if x == lp]
+        if not keep:
+            raise InputError(source, f"no rows of language pair {lp!r}" + ("" if "lp" in table else " (the table has no lp column)"))
+        table = {k: [v[i] for i in keep] for k, v in table.items()}
+    n = len(table["mt"])
+    key_columns = [c for c in (("lp", "doc_id", "seg_id") if "seg_id" in table else ("src", "ref")) if c in table]
+    if not key_columns:
+        raise InputError(source, "a paired comparison needs seg_id, src or ref columns to match segments across systems")
+    systems = [str(s) for s in table.get("system", ["data"] * n)]
+    rows: dict[str, dict[tuple, int]] = {}
+    for i, name in enumerate(systems):
+        key = tuple(str(table[c][i]) for c in key_columns)
+        if key in rows.setdefault(name, {}):
+            raise InputError(source, f"system {name!r} has segment {dict(zip(key_columns, key))} twice", row=i + 2)
+        rows[name][key] = i
+    names = list(rows)
+    order = list(rows[names[0]])
+    for name in names[1:]:
+        if set(rows[name]) != set(order):
+            missing = len(set(order) - set(rows[name]))
+            raise InputError(source, f"system {name!r} does not cover the same segments as {names[0]!r} ({missing} missing, "
+                                     f"{len(set(rows[name]) - set(order))} extra): a paired test needs the same segments")
+    pick = lambda column, name: None if column not in table else [table[column][rows[name][k]] for k in order]  # noqa: E731
+    return ({n_: pick("mt", n_) for n_ in names}, {n_: pick("ref", n_) for n_ in names}, {n_: pick("src", n_) for n_ in names})
