@@ -51,6 +51,8 @@ def _evaluate_parser() -> ArgumentParser:
     p.add_argument("--plot", type=Optional[str], default=None, help="write scatter plots per group and a Kendall bar chart (PNG) to this folder")
     p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
     p.add_argument("--quiet", type=bool, default=False, help="no progress bars")
+    p.add_argument("--max-length", type=Optional[int], default=None,
+                   help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
     _add_bertscore_flags(p)
     _add_column_flags(p)
     return p
@@ -82,6 +84,7 @@ def run_evaluate(cfg) -> int:
     ev = evaluate(
         data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc,
         bertscore=_bertscore_options(cfg), batch_size=cfg.batch_size, device=cfg.device, progress=False if cfg.quiet else None,
+        max_length=cfg.max_length,
     )
     print(format_table(ev))
     if cfg.json:
@@ -211,6 +214,8 @@ def _score_parser() -> ArgumentParser:
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
+    p.add_argument("--max-length", type=Optional[int], default=None,
+                   help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
     _add_column_flags(p)
     return p
 
@@ -238,7 +243,7 @@ def run_score(cfg) -> int:
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.systems import format_scores, score_systems
 
-    metric = load_metric(cfg.model)
+    metric = load_metric(cfg.model, max_length=cfg.max_length)
     options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
     results = score_systems(metric, *_systems_input(cfg, metric), **options)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
@@ -265,7 +270,7 @@ def run_compare(cfg) -> int:
     from lightning_metrics.metrics.systems import score_systems
     from lightning_metrics.significance import compare_systems, format_comparisons
 
-    metric = load_metric(cfg.model)
+    metric = load_metric(cfg.model, max_length=cfg.max_length)
     mt, ref, src = _systems_input(cfg, metric, paired=True)
     options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
     results = score_systems(metric, mt, ref, src, **options)

@@ -56,6 +56,7 @@ def evaluate(
     batch_size: int = 64,
     device: str = "auto",
     progress: bool | None = None,
+    max_length: int | None = None,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
@@ -64,7 +65,8 @@ def evaluate(
     correlations. ``scorer(names, mt, ref, src)`` returns segment scores per name (default:
     :func:`lightning_metrics.metrics.score_many`: built-in names and exported metric folders).
     ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
-    BERTScore's settings; ``batch_size``, ``device`` and ``progress`` go to every metric.
+    BERTScore's settings; ``batch_size``, ``device`` and ``progress`` go to every metric,
+    ``max_length`` to exported ones.
     """
     from lightning_metrics.metrics import score_many
 
@@ -74,7 +76,7 @@ def evaluate(
     mt, ref, human = list(data["mt"]), list(data["ref"]), np.asarray(data["score"], dtype=float)
     src = list(data["src"]) if "src" in columns else None
     scorer = scorer or (lambda names, m, r, s: score_many(names, m, r, s, num_proc=num_proc, bertscore=bertscore, batch_size=batch_size,
-                                                         device=device, progress=progress))
+                                                         device=device, progress=progress, max_length=max_length))
     scores = scorer(list(metrics), mt, ref, src)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None

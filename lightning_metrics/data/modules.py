@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import logging
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -19,6 +20,7 @@ from lightning_metrics.resume import ResumableLoader
 from lightning_metrics.signals import ALL_SIGNALS, SignalSpec, compute_signals
 
 SAMPLERS = ("length", "source")
+log = logging.getLogger(__name__)
 
 
 class MetricDataModule(pl.LightningDataModule):
@@ -116,12 +118,22 @@ class MetricDataModule(pl.LightningDataModule):
             return SentencesCollate(self.tokenizer, max_length, self.text_fields, self.targets, *ids)
         return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
 
-    def _lengths(self, rows: dict) -> list[int]:
-        """Token counts per row (all text fields), for length bucketing: characters mislead across scripts."""
-        columns = [rows[f] for f in self.text_fields if f in rows]
-        unique = list(dict.fromkeys(t for column in columns for t in column))
-        counts = dict(zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False)["input_ids"])))
-        return [sum(counts[text] for text in texts) for texts in zip(*columns)]
+    def _lengths(self, rows: dict, split: str = "training") -> list[int]:
+        """Token counts per row (all text fields), for length bucketing: characters mislead across scripts.
+        Rows longer than ``max_length`` (with special tokens) are counted in a warning: never cut silently."""
+        columns = {f: rows[f] for f in self.text_fields if f in rows}
+        unique = list(dict.fromkeys(t for column in columns.values() for t in column))
+        counts = dict(zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False, verbose=False)["input_ids"])))
+        per_row = [[counts[text] for text in texts] for texts in zip(*columns.values())]
+        limit = min(self.max_length, int(self.tokenizer.model_max_length))
+        if getattr(self.model, "input_format", "cross") == "sentences":
+            cut = sum(max(row) + 2 > limit for row in per_row)
+        else:
+            cut = sum(sum(row) + 3 > limit for row in per_row)
+        if cut:
+            log.warning("%d of %d %s rows are longer than max_length %d tokens and are truncated (data.init_args.max_length)",
+                        cut, len(per_row), split, limit)
+        return [sum(row) for row in per_row]
 
     def train_dataloader(self) -> DataLoader:
         lengths = self._lengths(self.train_rows)
@@ -143,6 +155,7 @@ class MetricDataModule(pl.LightningDataModule):
         self._resume = state_dict.get("train_loader")
 
     def val_dataloader(self) -> DataLoader:
+        self._lengths(self.val_rows, "validation")  # the truncation count
         return DataLoader(RowsDataset(self.val_rows), batch_size=self.batch_size, shuffle=False,
                           collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
 

@@ -39,13 +39,13 @@ class Ensemble(Metric):
         _share_embeddings([m for _, m, _ in self.members])
 
     @classmethod
-    def from_export(cls, export: Export) -> "Ensemble":
+    def from_export(cls, export: Export, max_length: int | None = None) -> "Ensemble":
         from lightning_metrics.metrics import load_metric
 
         members = []
         for spec in export.meta.get("members", []):
             if spec.get("kind") == "export":
-                members.append((spec["label"], load_metric(str(export.file(spec["path"]))), spec))
+                members.append((spec["label"], load_metric(str(export.file(spec["path"])), max_length=max_length), spec))
             else:
                 members.append((spec["label"], builtin(spec["name"], **spec.get("options", {})), spec))
         return cls(export.path.name, members, export.meta["stats"], export.meta["weights"], export.short_hash)

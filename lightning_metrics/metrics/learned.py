@@ -15,6 +15,7 @@ in input order, dropping the repeats a distributed sampler pads with.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_e
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.metrics.base import Metric, Signature
 
-MAX_LENGTH = 256  # tokens per sequence, as in training
+MAX_LENGTH = 512  # default tokens per sequence (the encoder's limit when smaller), as COMET
+log = logging.getLogger(__name__)
 CHUNK_ROWS = 16384
 PROGRESS_FROM = 2000  # rows from which progress=None shows a bar
 
@@ -34,14 +36,19 @@ PROGRESS_FROM = 2000  # rows from which progress=None shows a bar
 class LearnedMetric(Metric):
     """A folder written by ``lightning-metrics export``, verified against its manifest; never unpickles."""
 
-    def __init__(self, path: str | Path, export=None):
+    def __init__(self, path: str | Path, export=None, max_length: int | None = None):
         self.path = Path(path)
         self.export = export if export is not None else read_export(self.path)
         self.name = self.path.name
         self.model = build_model(self.export)
         self.inputs = tuple(self.export.meta.get("inputs", self.model.inputs))
         self.tokenizer = load_export_tokenizer(self.export)
-        self.max_length = min(MAX_LENGTH, int(self.tokenizer.model_max_length))
+        config = getattr(self.model.encoder, "config", None)
+        self.length_limit = min(int(self.tokenizer.model_max_length), int(getattr(config, "max_position_embeddings", MAX_LENGTH)))
+        if max_length is not None and not 0 < int(max_length) <= self.length_limit:
+            raise InputError(str(self.path), f"max_length {max_length} is outside 1..{self.length_limit}, the encoder's limit")
+        self.max_length = int(max_length) if max_length is not None else min(MAX_LENGTH, self.length_limit)
+        self.truncated = 0  # rows of the last score() call that were longer than max_length
         self.shared_embeddings: dict | None = None  # sentence -> vector, shared by ensemble members with one encoder
 
     @property
@@ -54,10 +61,24 @@ class LearnedMetric(Metric):
 
     def segment_scores(self, columns, batch_size=64, device="cpu", devices=1, progress=None) -> list[float]:
         show = progress if progress is not None else len(columns["mt"]) >= PROGRESS_FROM
+        self.truncated = self.count_truncated(columns)
+        if self.truncated:
+            log.warning("%s: %d of %d rows are longer than max_length %d tokens and were truncated (the encoder allows up to %d)",
+                        self.name, self.truncated, len(columns["mt"]), self.max_length, self.length_limit)
         signals = self.signals(columns, device, show)
         if devices > 1:
             return self._score_distributed(columns, batch_size, device, devices, show, signals).tolist()
         return self._score_local(columns, batch_size, device, show, signals).tolist()
+
+    def count_truncated(self, columns: dict[str, list[str]]) -> int:
+        """Rows with a sequence longer than ``max_length`` tokens: a sentence of any field (sentence
+        models), or the ``ref``/``mt`` pair (cross-encoders)."""
+        if self.model.input_format != "sentences":
+            lengths = [len(ids) for ids in self.tokenizer(columns["ref"], columns["mt"], verbose=False)["input_ids"]]
+            return sum(n > self.max_length for n in lengths)
+        unique = list(dict.fromkeys(t for texts in columns.values() for t in texts))
+        long = {t for t, ids in zip(unique, self.tokenizer(unique, verbose=False)["input_ids"]) if len(ids) > self.max_length}
+        return sum(any(texts[i] in long for texts in columns.values()) for i in range(len(columns["mt"]))) if long else 0
 
     def signals(self, columns: dict[str, list[str]], device: str = "cpu", progress: bool | None = None) -> np.ndarray | None:
         """A hybrid model's signal values per row (with the BERTScore encoder saved in the export), else None."""

@@ -1,0 +1,79 @@
+"""Long inputs are never cut silently: `--max-length` on scoring and training, a warning that
+counts the truncated rows, and a one-line error for a limit above the encoder's."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import pytorch_lightning as pl
+
+from lightning_metrics.cli import main
+from lightning_metrics.data.modules import RatingsDataModule
+from lightning_metrics.errors import InputError
+from lightning_metrics.export import export_checkpoint
+from lightning_metrics.metrics import load_metric
+from lightning_metrics.models import BleurtRegressor, CometEstimator
+
+LONG = " ".join(["the cat sat on the mat and the dog ran fast across the green field"] * 4)
+MT = ["The cat sat on the mat.", LONG, "A dog ran fast.", LONG + " again", "Prices went up."]
+REF = ["The cat is on the mat.", "A dog ran.", "A dog ran fast across the field.", "She left.", "Prices went up five percent."]
+SRC = ["Le chat.", "Le chien.", "Un chien.", "Elle.", "Les prix."]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, tiny_encoder, da_rows, write_csv):
+    """A cross-encoder and a sentence model, trained one step and exported."""
+    folder = tmp_path_factory.mktemp("long")
+    data = write_csv(folder / "r.csv", da_rows[:32])
+    out = {}
+    for name, cls in (("cross", BleurtRegressor), ("sentences", CometEstimator)):
+        pl.seed_everything(0)
+        trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                             limit_val_batches=0)
+        trainer.fit(cls(encoder=str(tiny_encoder)), RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16))
+        trainer.save_checkpoint(folder / f"{name}.ckpt")
+        out[name] = export_checkpoint(folder / f"{name}.ckpt", folder / name)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["cross", "sentences"])
+def test_truncated_rows_are_counted(exports, kind, caplog):
+    metric = load_metric(str(exports[kind]), max_length=24)
+    tok = metric.tokenizer
+    if kind == "cross":  # the pair is one sequence
+        expected = sum(len(tok(r, m)["input_ids"]) > 24 for m, r in zip(MT, REF))
+    else:  # any sentence of the row
+        expected = sum(any(len(tok(t)["input_ids"]) > 24 for t in texts) for texts in zip(MT, REF, SRC))
+    assert 0 < expected < 5
+    with caplog.at_level(logging.WARNING):
+        result = metric.score(mt=MT, ref=REF, src=SRC)
+    assert metric.truncated == expected and len(result.scores) == 5
+    assert f"{expected} of 5 rows are longer than max_length 24 tokens" in caplog.text
+    full = load_metric(str(exports[kind]))  # default: 512, capped at the tiny encoder's 128
+    assert full.max_length == 128
+    full.score(mt=MT, ref=REF, src=SRC)
+    assert full.truncated == 0
+
+
+def test_max_length_above_the_encoders_limit_is_one_line(exports, tmp_path, capsys):
+    with pytest.raises(InputError, match="outside 1..128"):
+        load_metric(str(exports["cross"]), max_length=129)
+    (tmp_path / "mt.txt").write_text("\n".join(MT) + "\n")
+    (tmp_path / "ref.txt").write_text("\n".join(REF) + "\n")
+    assert main(["score", "--model", str(exports["cross"]), "-t", str(tmp_path / "mt.txt"), "-r", str(tmp_path / "ref.txt"),
+                 "--max-length", "1000"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(exports["cross"]) in err and "max_length 1000" in err, err
+
+
+def test_training_data_counts_truncated_rows(tiny_encoder, da_rows, write_csv, tmp_path, caplog):
+    data = write_csv(tmp_path / "r.csv", da_rows[:40])
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), max_length=24)
+    dm.setup("fit")
+    tok = dm.tokenizer
+    expected = sum(len(tok(r, m)["input_ids"]) > 24 for m, r in zip(dm.train_rows["mt"], dm.train_rows["ref"]))
+    assert expected > 0
+    with caplog.at_level(logging.WARNING):
+        dm.train_dataloader()
+    assert f"{expected} of 40 training rows are longer than max_length 24 tokens" in caplog.text
