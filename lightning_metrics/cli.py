@@ -214,6 +214,8 @@ def _score_parser() -> ArgumentParser:
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
+    p.add_argument("--mc-dropout", type=int, default=0, help="learned metrics: N passes with dropout on; segment means and a std column (N times the cost)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --mc-dropout (and of compare's resampling)")
     p.add_argument("--max-length", type=Optional[int], default=None,
                    help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
     _add_column_flags(p)
@@ -239,18 +241,24 @@ def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list
     return {str(p): lines for p, lines in zip(cfg.translations, text["mt"])}, text["ref"], text["src"]
 
 
+def _score_options(cfg) -> dict:
+    return {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None,
+            "mc_dropout": cfg.mc_dropout, "seed": cfg.seed}
+
+
 def run_score(cfg) -> int:
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.systems import format_scores, score_systems
 
     metric = load_metric(cfg.model, max_length=cfg.max_length)
-    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
+    options = _score_options(cfg)
     results = score_systems(metric, *_systems_input(cfg, metric), **options)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
     if cfg.json:
         _write_json(cfg.json, {
             "signature": next(iter(results.values())).signature,
-            "systems": {k: {"system_score": r.system_score, "scores": r.scores} for k, r in results.items()},
+            "systems": {k: {"system_score": r.system_score, "scores": r.scores, **({"std": r.extra["std"]} if "std" in r.extra else {})}
+                        for k, r in results.items()},
         })
     return 0
 
@@ -259,7 +267,6 @@ def _compare_parser() -> ArgumentParser:
     p = _score_parser()
     p.description = "Is one system really better than another? Paired bootstrap and paired t-test for every pair of systems."
     p.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level that decides the winner")
     p.add_argument("--lp", type=Optional[str], default=None, help="with --data: keep only this language pair")
     return p
@@ -272,7 +279,7 @@ def run_compare(cfg) -> int:
 
     metric = load_metric(cfg.model, max_length=cfg.max_length)
     mt, ref, src = _systems_input(cfg, metric, paired=True)
-    options = {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None}
+    options = _score_options(cfg)
     results = score_systems(metric, mt, ref, src, **options)
     of = lambda value, name: value.get(name) if isinstance(value, dict) else value  # noqa: E731
     columns = {n: metric.columns(mt[n], of(ref, n), of(src, n)) for n in mt}

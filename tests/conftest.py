@@ -33,8 +33,10 @@ TINY_CORPUS = [
 ]
 
 
-def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a random BERT (``layers`` x ``hidden``) and a WordPiece tokenizer built from ``corpus`` (same files every run)."""
+def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 0, hidden: int = 32, layers: int = 2,
+                       dropout: float = 0.1) -> Path:
+    """Write a random BERT (``layers`` x ``hidden``, BERT's ``dropout`` on hidden states and attention)
+    and a WordPiece tokenizer built from ``corpus`` (same files every run)."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
@@ -63,7 +65,7 @@ def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 
     torch.manual_seed(seed)
     config = BertConfig(
         vocab_size=tok.get_vocab_size(), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=2 * hidden, max_position_embeddings=128,
+        intermediate_size=2 * hidden, max_position_embeddings=128, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
     )
     BertModel(config).save_pretrained(path)
     fast.save_pretrained(path)

@@ -94,15 +94,30 @@ class Metric(ABC):
         return np.asarray(scores, dtype=np.float64)[resamples].mean(axis=1)
 
     def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None, batch_size: int = 64,
-              device: str = "auto", devices: int = 1, progress: bool | None = None) -> ScoreResult:
+              device: str = "auto", devices: int = 1, progress: bool | None = None, mc_dropout: int = 0, seed: int = 0) -> ScoreResult:
         """Score candidates ``mt`` (against ``ref``, given ``src`` where the metric reads them).
 
         ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...; ``devices > 1``
         scores learned metrics with Lightning's DDP. ``progress``: a progress bar (None: on for long inputs).
+        ``mc_dropout=N`` (learned metrics): N passes with dropout on, seeded by ``seed``; the
+        scores are the per-segment means and ``extra["std"]`` their standard deviations (N times the cost).
         """
         columns = self.columns(mt, ref, src)
+        if mc_dropout:
+            if mc_dropout < 2:
+                raise LightningMetricsError(f"mc_dropout needs at least 2 passes, got {mc_dropout}")
+            passes = np.asarray(self.stochastic_scores(columns, mc_dropout, seed, batch_size, resolve_device(device), devices, progress))
+            mean, std = passes.mean(axis=0), passes.std(axis=0)
+            signature = Signature(self.signature.name, (*self.signature.settings, ("mc_dropout", str(mc_dropout)), ("seed", str(seed))))
+            return ScoreResult(scores=mean.tolist(), system_score=self.system_score(mean.tolist(), columns), signature=str(signature),
+                               extra={"std": std.tolist()})
         scores = [float(s) for s in self.segment_scores(columns, batch_size, resolve_device(device), devices, progress)]
         return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(self.signature))
+
+    def stochastic_scores(self, columns: dict[str, list[str]], passes: int, seed: int, batch_size: int = 64, device: str = "cpu",
+                          devices: int = 1, progress: bool | None = None) -> np.ndarray:
+        """``[passes, rows]`` scores with dropout on (MC dropout); only learned metrics have dropout."""
+        raise LightningMetricsError(f"{self.name} has no dropout: --mc-dropout needs a learned metric (an exported folder)")
 
     def columns(self, mt, ref=None, src=None) -> dict[str, list[str]]:
         """The fields this metric reads, checked: present where needed, equal in length."""

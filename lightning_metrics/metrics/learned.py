@@ -70,6 +70,25 @@ class LearnedMetric(Metric):
             return self._score_distributed(columns, batch_size, device, devices, show, signals).tolist()
         return self._score_local(columns, batch_size, device, show, signals).tolist()
 
+    def stochastic_scores(self, columns, passes, seed, batch_size=64, device="cpu", devices=1, progress=None) -> np.ndarray:
+        """MC dropout: ``passes`` scorings with every dropout of the model on (``torch`` seeded per pass),
+        each sentence embedded afresh in each pass."""
+        if devices > 1:
+            raise LightningMetricsError("--mc-dropout scores on one device (--devices 1)")
+        show = progress if progress is not None else len(columns["mt"]) * passes >= PROGRESS_FROM
+        signals = self.signals(columns, device, show)
+        shared, self.shared_embeddings = self.shared_embeddings, None
+        out = []
+        try:
+            self.model.train()
+            for k in range(passes):
+                torch.manual_seed(seed * 1_000_003 + k)
+                out.append(self._score_local(columns, batch_size, device, show, signals))
+        finally:
+            self.model.eval()
+            self.shared_embeddings = shared
+        return np.stack(out)
+
     def count_truncated(self, columns: dict[str, list[str]]) -> int:
         """Rows with a sequence longer than ``max_length`` tokens: a sentence of any field (sentence
         models), or the ``ref``/``mt`` pair (cross-encoders)."""

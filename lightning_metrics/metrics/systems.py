@@ -27,10 +27,12 @@ def score_systems(metric: Metric, systems: dict[str, list[str]], ref=None, src=N
     result = metric.score(mt=[t for n in names for t in systems[n]], ref=joined(refs), src=joined(srcs), **kwargs)
     out, start = {}, 0
     for name, r, x in zip(names, refs, srcs):
-        scores = result.scores[start : start + len(systems[name])]
-        start += len(scores)
+        end = start + len(systems[name])
+        scores = result.scores[start:end]
+        extra = {k: v[start:end] for k, v in result.extra.items() if isinstance(v, list) and len(v) == len(result.scores)}  # e.g. std
+        start = end
         columns = metric.columns(systems[name], r, x)
-        out[name] = ScoreResult(scores=scores, system_score=metric.system_score(scores, columns), signature=result.signature)
+        out[name] = ScoreResult(scores=scores, system_score=metric.system_score(scores, columns), signature=result.signature, extra=extra)
     return out
 
 
@@ -60,7 +62,8 @@ def format_scores(results: dict[str, ScoreResult], quiet: bool = False, only_sys
     lines = []
     for system, result in results.items():
         if not (quiet or only_system):
-            lines += [f"{system}\tSegment {i}\tscore: {s:.4f}" for i, s in enumerate(result.scores)]
+            std = result.extra.get("std")
+            lines += [f"{system}\tSegment {i}\tscore: {s:.4f}" + (f"\tstd: {std[i]:.4f}" if std else "") for i, s in enumerate(result.scores)]
         lines.append(f"{system}\tscore: {result.system_score:.4f}")
     if results:
         lines.append(f"signature: {next(iter(results.values())).signature}")

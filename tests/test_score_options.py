@@ -1,5 +1,6 @@
-"""Long inputs are never cut silently: `--max-length` on scoring and training, a warning that
-counts the truncated rows, and a one-line error for a limit above the encoder's."""
+"""Scoring options: long inputs are never cut silently (`--max-length` on scoring and training, a
+warning that counts the truncated rows, a one-line error above the encoder's limit), and MC
+dropout (std 0 without dropout, > 0 with it, seeded, a std column in the JSON)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,45 @@ def test_training_data_counts_truncated_rows(tiny_encoder, da_rows, write_csv, t
     with caplog.at_level(logging.WARNING):
         dm.train_dataloader()
     assert f"{expected} of 40 training rows are longer than max_length 24 tokens" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def dropout_exports(tmp_path_factory, da_rows, write_csv):
+    """The same tiny estimator with all dropout at 0, and at 0.1 (encoder and head)."""
+    from conftest import build_tiny_encoder
+
+    folder = tmp_path_factory.mktemp("mc")
+    data = write_csv(folder / "r.csv", da_rows[:32])
+    out = {}
+    for p in (0.0, 0.1):
+        encoder = build_tiny_encoder(folder / f"enc-{p}", dropout=p)
+        pl.seed_everything(0)
+        trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                             limit_val_batches=0)
+        trainer.fit(CometEstimator(encoder=str(encoder), dropout=p), RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder)))
+        trainer.save_checkpoint(folder / f"{p}.ckpt")
+        out[p] = export_checkpoint(folder / f"{p}.ckpt", folder / f"est-{p}")
+    return out
+
+
+def test_mc_dropout_std_is_zero_without_dropout_and_positive_with_it(dropout_exports, tmp_path, capsys):
+    plain = load_metric(str(dropout_exports[0.0]))
+    deterministic = plain.score(mt=MT, ref=REF, src=SRC, mc_dropout=4, seed=1)
+    assert deterministic.extra["std"] == [0.0] * 5
+    assert deterministic.scores == pytest.approx(plain.score(mt=MT, ref=REF, src=SRC).scores, abs=1e-6)
+    noisy = load_metric(str(dropout_exports[0.1]))
+    first = noisy.score(mt=MT, ref=REF, src=SRC, mc_dropout=4, seed=1)
+    assert all(s > 0 for s in first.extra["std"]) and "mc_dropout:4" in first.signature
+    assert noisy.score(mt=MT, ref=REF, src=SRC, mc_dropout=4, seed=1).scores == first.scores  # seeded
+    assert noisy.score(mt=MT, ref=REF, src=SRC).scores != first.scores  # the plain score stays the dropout-free one
+    # the CLI: a std column in the JSON; a built-in metric has no dropout (one line)
+    for name, lines in (("mt", MT), ("ref", REF), ("src", SRC)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    files = ["-t", str(tmp_path / "mt.txt"), "-r", str(tmp_path / "ref.txt"), "-s", str(tmp_path / "src.txt")]
+    assert main(["score", "--model", str(dropout_exports[0.1]), *files, "--mc-dropout", "4", "--seed", "1", "--json", str(tmp_path / "s.json")]) == 0
+    import json
+
+    system = json.loads((tmp_path / "s.json").read_text())["systems"][str(tmp_path / "mt.txt")]
+    assert system["std"] == pytest.approx(first.extra["std"], abs=1e-6) and "std:" in capsys.readouterr().out
+    assert main(["score", "--model", "chrf", *files, "--mc-dropout", "4"]) != 0
+    assert "chrf has no dropout" in capsys.readouterr().err
