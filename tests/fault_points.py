@@ -7,6 +7,10 @@ SIGKILL the process group exactly there. They change nothing about training itse
 from __future__ import annotations
 
 import io
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +18,31 @@ import pytorch_lightning as pl
 import torch
 
 from lightning_metrics.resume import AtomicCheckpointIO
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_fit(config: Path, ckpt: Path | None = None, flag: Path | None = None, timeout: float = 600) -> None:
+    """``lightning-metrics fit --config`` in its own process group (log beside the config); with
+    ``flag``, SIGKILL the whole group (DDP workers too) once a fault point has touched it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    cmd = [sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config)] + (["--ckpt_path", str(ckpt)] if ckpt else [])
+    log = config.with_suffix(".log")
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=HERE.parent, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        if flag is None:
+            if proc.wait(timeout=timeout) != 0:
+                raise RuntimeError(f"fit failed:\n{log.read_text()[-3000:]}")
+            return
+        deadline = time.time() + timeout
+        while not flag.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        if not flag.exists():
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise RuntimeError(f"the fault point was never reached:\n{log.read_text()[-3000:]}")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _block(flag: str) -> None:

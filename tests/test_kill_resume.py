@@ -5,21 +5,14 @@ bit (one process, and ``ddp_spawn`` with 2). Also: one-line errors for unusable 
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from fault_points import run_fit
 
 from lightning_metrics.cli import main
-
-REPO = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
 
 # a seeded schedule of kill points: (strategy, phase, where). Steps: 48 rows / batch 8 = 6 batches
 # an epoch in one process (3 per rank under DDP), 2 epochs, validation every half epoch,
@@ -58,24 +51,6 @@ def _config(folder: Path, encoder: Path, ratings, strategy: str, callbacks=(), p
     return path
 
 
-def _fit(config: Path, ckpt: Path | None = None, flag: Path | None = None) -> None:
-    """Run ``fit`` in its own process group; with ``flag``, SIGKILL the group once the flag appears."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
-    cmd = [sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config)] + (["--ckpt_path", str(ckpt)] if ckpt else [])
-    log = config.with_suffix(".log")
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        if flag is None:
-            assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
-            return
-        deadline = time.time() + 600
-        while not flag.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        assert flag.exists(), f"the kill point was never reached:\n{log.read_text()[-3000:]}"
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def _weights(folder: Path) -> dict:
     return torch.load(folder / "ckpt" / "last.ckpt", weights_only=True, map_location="cpu")["state_dict"]
 
@@ -88,7 +63,7 @@ def unbroken(tmp_path_factory, tiny_encoder, small_ratings):
     def get(strategy: str) -> dict:
         if strategy not in cache:
             folder = tmp_path_factory.mktemp(f"unbroken-{strategy}")
-            _fit(_config(folder, tiny_encoder, small_ratings, strategy))
+            run_fit(_config(folder, tiny_encoder, small_ratings, strategy))
             cache[strategy] = _weights(folder)
         return cache[strategy]
 
@@ -104,11 +79,11 @@ def test_killed_and_resumed_equals_unbroken(tmp_path, tiny_encoder, small_rating
     else:
         pause = {"class_path": "fault_points.PauseAt", "init_args": {"flag": str(flag), "step": where, "phase": phase}}
         killed = _config(tmp_path, tiny_encoder, small_ratings, strategy, callbacks=[pause])
-    _fit(killed, flag=flag)
+    run_fit(killed, flag=flag)
     last = tmp_path / "ckpt" / "last.ckpt"
     assert last.is_file(), "every kill point lies after the first checkpoint"
     torch.load(last, weights_only=True)  # never half written, whatever the kill interrupted
-    _fit(_config(tmp_path, tiny_encoder, small_ratings, strategy), ckpt=last)
+    run_fit(_config(tmp_path, tiny_encoder, small_ratings, strategy), ckpt=last)
     reference, resumed = unbroken(strategy), _weights(tmp_path)
     assert reference.keys() == resumed.keys()
     for key in reference:
