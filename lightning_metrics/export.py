@@ -130,7 +130,12 @@ def _data_line(data: dict) -> str:
     if not data:
         return "not recorded"
     lps = ", ".join(data.get("language_pairs") or []) or "no language-pair column"
-    return f"{data['source']} ({data['kind']}): {data['train_rows']} training rows, {data['val_rows']} validation rows; language pairs: {lps}"
+    line = f"{data['source']} ({data['kind']}): {data['train_rows']} training rows, {data['val_rows']} validation rows; language pairs: {lps}"
+    if data.get("sources"):
+        line += (f"; scores normalised per source and language pair: {data.get('normalise')}; rows weighted by: {data.get('weight_by') or 'nothing'}"
+                 + "".join(f"\n  - source `{s['name']}`: {s['path']} ({s['train_rows']} training, {s['val_rows']} validation rows, weight {s['weight']})"
+                           for s in data["sources"]))
+    return line
 
 
 class ExportBest(Callback):

@@ -9,6 +9,7 @@ from scipy.special import ndtri
 from lightning_metrics.data.batching import SourceGroupSampler
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.data.sources import normalise_scores, row_weights
+from lightning_metrics.export import _data_line
 from lightning_metrics.errors import LightningMetricsError
 
 
@@ -86,6 +87,8 @@ def test_mixed_sources_are_normalised_split_and_recorded(two_sources, tiny_encod
     summary = dm.summary()
     assert [s["name"] for s in summary["sources"]] == ["da", "mqm"] and summary["normalise"] == "rank"
     assert summary["sources"][1]["weight"] == 0.5 and summary["sources"][1]["val_rows"] == sum(s == "mqm" for s in va["source"])
+    card = _data_line(summary)  # the model card's training-data line names every source
+    assert all(f"source `{name}`: {path}" in card for name, path in (("da", da), ("mqm", mqm))) and "normalised per source and language pair: rank" in card
 
 
 def test_one_source_stays_as_it_was(two_sources, tiny_encoder):
