@@ -51,6 +51,7 @@ def _evaluate_parser() -> ArgumentParser:
     p.add_argument("--plot", type=Optional[str], default=None, help="write scatter plots per group and a Kendall bar chart (PNG) to this folder")
     p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
     p.add_argument("--quiet", type=bool, default=False, help="no progress bars")
+    p.add_argument("--darr", type=bool, default=False, help="add WMT's DARR Kendall (pairs of one source whose raw DA scores differ by > 25)")
     p.add_argument("--max-length", type=Optional[int], default=None,
                    help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
     _add_bertscore_flags(p)
@@ -77,14 +78,15 @@ def _bertscore_options(cfg) -> dict:
 def run_evaluate(cfg) -> int:
     from lightning_metrics.data.readers import read_ratings
     from lightning_metrics.evaluate import evaluate, format_table
-    from lightning_metrics.metrics import check_names
+    from lightning_metrics.metrics import check_names, metric_inputs
 
     check_names(cfg.metrics)
-    data = read_ratings(cfg.data, columns=_columns(cfg), on_invalid=cfg.on_invalid)
+    needs = {f for m in cfg.metrics for f in metric_inputs(m)}  # a table without ref suits reference-free metrics
+    data = read_ratings(cfg.data, columns=_columns(cfg), required=("mt", "score", *sorted(needs - {"mt"})), on_invalid=cfg.on_invalid)
     ev = evaluate(
         data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc,
         bertscore=_bertscore_options(cfg), batch_size=cfg.batch_size, device=cfg.device, progress=False if cfg.quiet else None,
-        max_length=cfg.max_length,
+        max_length=cfg.max_length, darr=cfg.darr,
     )
     print(format_table(ev))
     if cfg.json:

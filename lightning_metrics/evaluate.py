@@ -25,6 +25,7 @@ class Evaluation:
     scores: dict[str, list[float]] = field(default_factory=dict, repr=False)  # segment scores, for plots
     human: list[float] = field(default_factory=list, repr=False)
     groups: list[str] | None = field(default=None, repr=False)
+    darr: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)  # metric -> group -> (DARR Kendall, pairs)
 
     def average(self, metric: str) -> dict[str, float]:
         groups = self.results[metric].values()
@@ -40,6 +41,7 @@ class Evaluation:
                 m: {**{g: c.to_dict() for g, c in by_group.items()}, **({AVERAGE: self.average(m)} if len(by_group) > 1 else {})}
                 for m, by_group in self.results.items()
             },
+            **({"darr": {m: {g: {"kendall": t, "pairs": n} for g, (t, n) in by.items()} for m, by in self.darr.items()}} if self.darr else {}),
         }
 
 
@@ -57,6 +59,8 @@ def evaluate(
     device: str = "auto",
     progress: bool | None = None,
     max_length: int | None = None,
+    darr: bool = False,
+    darr_threshold: float = 25.0,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
@@ -66,14 +70,19 @@ def evaluate(
     :func:`lightning_metrics.metrics.score_many`: built-in names and exported metric folders).
     ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
     BERTScore's settings; ``batch_size``, ``device`` and ``progress`` go to every metric,
-    ``max_length`` to exported ones.
+    ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall over pairs of outputs of
+    one source whose ``raw`` DA scores differ by more than ``darr_threshold``. Without a ``ref``
+    column only reference-free metrics can be evaluated.
     """
     from lightning_metrics.metrics import score_many
 
     columns = data.column_names if hasattr(data, "column_names") else list(data)
     if group is not None and group not in columns:
         raise InputError(source, f"no column {group!r} to group by; columns are {sorted(columns)}")
-    mt, ref, human = list(data["mt"]), list(data["ref"]), np.asarray(data["score"], dtype=float)
+    if darr and "raw" not in columns:
+        raise InputError(source, "--darr needs a raw column (DA scores before standardisation)")
+    mt, human = list(data["mt"]), np.asarray(data["score"], dtype=float)
+    ref = list(data["ref"]) if "ref" in columns else None
     src = list(data["src"]) if "src" in columns else None
     scorer = scorer or (lambda names, m, r, s: score_many(names, m, r, s, num_proc=num_proc, bertscore=bertscore, batch_size=batch_size,
                                                          device=device, progress=progress, max_length=max_length))
@@ -82,7 +91,29 @@ def evaluate(
     systems = list(data["system"]) if "system" in columns else None
     results = correlate_metrics(scores, human, groups, systems, bootstrap=bootstrap, seed=seed, num_proc=num_proc)
     settings = {"bootstrap": bootstrap, "seed": seed, "n_rows": len(mt)}
-    return Evaluation(results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups)
+    ev = Evaluation(results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups)
+    if darr:
+        ev.darr = darr_by_group(scores, data, groups, darr_threshold)
+        settings["darr_threshold"] = darr_threshold
+    return ev
+
+
+def darr_by_group(scores: dict[str, list[float]], data, groups: list[str] | None, threshold: float) -> dict:
+    """WMT DARR Kendall per metric and group (``all`` without grouping), and its pair count."""
+    from lightning_metrics.correlation import darr_kendall
+    from lightning_metrics.data.ranking import darr_pairs
+
+    rows = {k: list(data[k]) for k in ("lp", "src", "ref", "mt", "raw") if k in (data.column_names if hasattr(data, "column_names") else data)}
+    rows.setdefault("src", rows.get("ref") or [""] * len(rows["mt"]))
+    by_group: dict[str, list[tuple[int, int]]] = {}
+    for pairs in darr_pairs(rows, "raw", threshold).values():
+        for better, worse in pairs:
+            by_group.setdefault(groups[better] if groups else "all", []).append((better, worse))
+    out = {}
+    for metric, values in scores.items():
+        v = np.asarray(values, dtype=float)
+        out[metric] = {g: (darr_kendall(v[[b for b, _ in p]], v[[w for _, w in p]]), len(p)) for g, p in sorted(by_group.items())}
+    return out
 
 
 
@@ -114,6 +145,9 @@ def format_table(ev: Evaluation) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
     lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+    if ev.darr:
+        lines += ["", f"DARR Kendall (pairs of outputs of one source whose raw scores differ by more than {ev.settings['darr_threshold']:g}):"]
+        lines += [f"  {m}  " + "  ".join(f"{g}: {t:.4f} ({n} pairs)" for g, (t, n) in by.items()) for m, by in ev.darr.items()]
     if ev.settings.get("bootstrap"):
         lines.append(f"[brackets]: 95% bootstrap CI, {ev.settings['bootstrap']} segment resamples, seed {ev.settings['seed']}")
     return "\n".join(lines)

@@ -27,6 +27,28 @@ from lightning_metrics.errors import InputError
 PAIR_FIELDS = ("src", "ref", "pos", "neg")
 
 
+def darr_pairs(rows: dict[str, list], score_column: str = "raw", threshold: float = 25.0) -> dict[tuple, list[tuple[int, int]]]:
+    """WMT's DARR pairs as row indices: per ``(lp, src, ref)``, ``(better, worse)`` for every two
+    different outputs whose ``score_column`` differs by more than ``threshold``."""
+    n = len(rows["mt"])
+    lps = rows.get("lp", [""] * n)
+    refs = rows.get("ref", [""] * n)
+    groups: dict[tuple, list[int]] = {}
+    for i in range(n):
+        groups.setdefault((lps[i], rows["src"][i], refs[i]), []).append(i)
+    scores, mts = rows[score_column], rows["mt"]
+    out: dict[tuple, list[tuple[int, int]]] = {}
+    for key, members in groups.items():
+        pairs = []
+        for a_pos, a in enumerate(members):
+            for b in members[a_pos + 1:]:
+                if abs(scores[a] - scores[b]) > threshold and mts[a] != mts[b]:
+                    pairs.append((a, b) if scores[a] > scores[b] else (b, a))
+        if pairs:
+            out[key] = pairs
+    return out
+
+
 def relative_ranks(rows: dict[str, list], score_column: str = "raw", threshold: float = 25.0,
                    max_pairs_per_group: Optional[int] = None, seed: int = 0) -> dict[str, list]:
     """Better/worse pairs among outputs that share ``(lp, src, ref)`` and differ by more than ``threshold``.
@@ -34,20 +56,10 @@ def relative_ranks(rows: dict[str, list], score_column: str = "raw", threshold: 
     Pairs of identical outputs are skipped. ``max_pairs_per_group`` keeps a seeded sample per
     group. The result has ``src, ref, pos, neg`` (and ``lp`` when the rows have one).
     """
-    n = len(rows["mt"])
-    lps = rows.get("lp", [""] * n)
-    groups: dict[tuple, list[int]] = {}
-    for i in range(n):
-        groups.setdefault((lps[i], rows["src"][i], rows["ref"][i]), []).append(i)
     rng = np.random.default_rng(seed)
     out: dict[str, list] = {k: [] for k in (*PAIR_FIELDS, *(("lp",) if "lp" in rows else ()))}
-    scores, mts = rows[score_column], rows["mt"]
-    for (lp, src, ref), members in groups.items():
-        pairs = []
-        for a_pos, a in enumerate(members):
-            for b in members[a_pos + 1:]:
-                if abs(scores[a] - scores[b]) > threshold and mts[a] != mts[b]:
-                    pairs.append((a, b) if scores[a] > scores[b] else (b, a))
+    mts = rows["mt"]
+    for (lp, src, ref), pairs in darr_pairs(rows, score_column, threshold).items():
         if max_pairs_per_group is not None and len(pairs) > max_pairs_per_group:
             pairs = [pairs[k] for k in sorted(rng.choice(len(pairs), max_pairs_per_group, replace=False))]
         for better, worse in pairs:

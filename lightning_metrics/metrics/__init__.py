@@ -20,7 +20,7 @@ from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric, ScoreResult, Signature, resolve_device
 from lightning_metrics.metrics.builtin import BUILTIN, builtin, builtin_names, builtin_scores, canonical_name
 
-__all__ = ["Metric", "ScoreResult", "Signature", "builtin_names", "check_names", "is_builtin", "load_metric", "score_many"]
+__all__ = ["Metric", "ScoreResult", "Signature", "builtin_names", "check_names", "is_builtin", "load_metric", "metric_inputs", "score_many"]
 
 
 def is_builtin(name: str) -> bool:
@@ -53,6 +53,14 @@ def load_metric(name_or_path: str, **options) -> Metric:
     if Path(text).exists():
         read_export(text)  # raises the precise reason (not a folder, no metadata, ...)
     raise LightningMetricsError(f"unknown metric {text!r}: not an exported metric folder, nor a built-in metric {builtin_names()}")
+
+
+def metric_inputs(name_or_path: str) -> tuple[str, ...]:
+    """The fields a metric reads, without loading it (built-ins read mt and ref)."""
+    text = str(name_or_path)
+    if is_exported(text):
+        return tuple(read_export(text).meta.get("inputs", ("mt", "ref")))
+    return ("mt", "ref")
 
 
 def check_names(names: Sequence[str]) -> None:
