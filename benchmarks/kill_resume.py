@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import random
 import shutil
@@ -25,7 +24,7 @@ import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from fault_points import run_fit  # noqa: E402
+from fault_points import final_weights, kill_config, run_fit  # noqa: E402
 
 DA = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
 BATCH, EVERY = 8, 4  # rows per batch; last.ckpt every EVERY steps
@@ -45,26 +44,11 @@ def write_rows(out: Path, rows: int) -> tuple[Path, Path]:
 
 
 def config(folder: Path, ratings, callbacks=(), plugins=None, seed: int = 0) -> Path:
-    trainer = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "val_check_interval": 0.5, "default_root_dir": str(folder),
-               "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0, "logger": False,
-               "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-                              "init_args": {"dirpath": str(folder / "ckpt"), "every_n_train_steps": EVERY, "save_top_k": 0, "save_last": True}},
-                             *callbacks]}
-    if plugins:
-        trainer["plugins"] = plugins
-    cfg = {"seed_everything": seed,
-           "model": {"class_path": "lightning_metrics.models.CometEstimator", "init_args": {"encoder": "default", "nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True}},
-           "data": {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
-                    "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": BATCH, "max_length": 48}},
-           "trainer": trainer}
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"config-{len(list(folder.glob('config-*.yaml')))}.yaml"
-    path.write_text(json.dumps(cfg))
-    return path
-
-
-def weights(folder: Path) -> dict:
-    return torch.load(folder / "ckpt" / "last.ckpt", weights_only=True, map_location="cpu")["state_dict"]
+    model = {"class_path": "lightning_metrics.models.CometEstimator",
+             "init_args": {"encoder": "default", "nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True}}
+    data = {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
+            "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": BATCH, "max_length": 48}}
+    return kill_config(folder, model, data, every=EVERY, callbacks=callbacks, plugins=plugins, seed=seed)
 
 
 def main() -> None:
@@ -81,7 +65,7 @@ def main() -> None:
     steps = 2 * -(-args.rows // BATCH)
     start = time.perf_counter()
     run_fit(config(out / "unbroken", ratings, seed=args.seed))
-    reference = weights(out / "unbroken")
+    reference = final_weights(out / "unbroken")
     unbroken_s = time.perf_counter() - start
     rng = random.Random(args.seed)
     rows, same = [], 0
@@ -104,7 +88,7 @@ def main() -> None:
         last = folder / "ckpt" / "last.ckpt"
         from_step = torch.load(last, weights_only=True, map_location="cpu")["global_step"]
         run_fit(config(folder, ratings, seed=args.seed), ckpt=last)
-        resumed = weights(folder)
+        resumed = final_weights(folder)
         identical = reference.keys() == resumed.keys() and all(torch.equal(reference[n], resumed[n]) for n in reference)
         same += identical
         label = {"train": f"before step {where}", "val": f"validation after step {where}", "write": f"checkpoint write {where}, halfway"}[phase]

@@ -7,6 +7,7 @@ SIGKILL the process group exactly there. They change nothing about training itse
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -43,6 +44,29 @@ def run_fit(config: Path, ckpt: Path | None = None, flag: Path | None = None, ti
             raise RuntimeError(f"the fault point was never reached:\n{log.read_text()[-3000:]}")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def kill_config(folder: Path, model: dict, data: dict, every: int, strategy: str = "single", callbacks=(), plugins=None,
+                seed: int = 0) -> Path:
+    """A ``fit`` config (JSON, which is YAML) for kill tests: 2 epochs, validation every half epoch,
+    ``last.ckpt`` every ``every`` steps in ``folder/ckpt``; ``strategy`` ``ddp`` is ddp_spawn x 2."""
+    trainer = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "val_check_interval": 0.5, "default_root_dir": str(folder),
+               "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0, "logger": False,
+               "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                              "init_args": {"dirpath": str(folder / "ckpt"), "every_n_train_steps": every, "save_top_k": 0, "save_last": True}},
+                             *callbacks]}
+    if strategy == "ddp":
+        trainer.update(devices=2, strategy="ddp_spawn")
+    if plugins:
+        trainer["plugins"] = plugins
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"config-{len(list(folder.glob('config-*.yaml')))}.yaml"
+    path.write_text(json.dumps({"seed_everything": seed, "model": model, "data": data, "trainer": trainer}))
+    return path
+
+
+def final_weights(folder: Path) -> dict:
+    return torch.load(folder / "ckpt" / "last.ckpt", weights_only=True, map_location="cpu")["state_dict"]
 
 
 def _block(flag: str) -> None:

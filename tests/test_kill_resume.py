@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from fault_points import run_fit
+from fault_points import final_weights, kill_config, run_fit
 
 from lightning_metrics.cli import main
 
@@ -30,29 +30,11 @@ def small_ratings(tmp_path_factory, da_rows, write_csv):
 
 
 def _config(folder: Path, encoder: Path, ratings, strategy: str, callbacks=(), plugins=None) -> Path:
-    trainer = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "val_check_interval": 0.5, "default_root_dir": str(folder),
-               "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0, "logger": False,
-               "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-                              "init_args": {"dirpath": str(folder / "ckpt"), "every_n_train_steps": 2, "save_top_k": 0, "save_last": True}},
-                             *callbacks]}
-    if strategy == "ddp":
-        trainer.update(devices=2, strategy="ddp_spawn")
-    if plugins:
-        trainer["plugins"] = plugins
-    config = {"seed_everything": 0,
-              "model": {"class_path": "lightning_metrics.models.BleurtRegressor",
-                        "init_args": {"encoder": str(encoder), "lr_encoder": 1e-3, "lr_head": 1e-3, "dropout": 0.1}},
-              "data": {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
-                       "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": 8}},
-              "trainer": trainer}
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"config-{len(list(folder.glob('config-*')))}.yaml"
-    path.write_text(json.dumps(config))
-    return path
-
-
-def _weights(folder: Path) -> dict:
-    return torch.load(folder / "ckpt" / "last.ckpt", weights_only=True, map_location="cpu")["state_dict"]
+    model = {"class_path": "lightning_metrics.models.BleurtRegressor",
+             "init_args": {"encoder": str(encoder), "lr_encoder": 1e-3, "lr_head": 1e-3, "dropout": 0.1}}
+    data = {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
+            "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": 8}}
+    return kill_config(folder, model, data, every=2, strategy=strategy, callbacks=callbacks, plugins=plugins)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +46,7 @@ def unbroken(tmp_path_factory, tiny_encoder, small_ratings):
         if strategy not in cache:
             folder = tmp_path_factory.mktemp(f"unbroken-{strategy}")
             run_fit(_config(folder, tiny_encoder, small_ratings, strategy))
-            cache[strategy] = _weights(folder)
+            cache[strategy] = final_weights(folder)
         return cache[strategy]
 
     return get
@@ -84,7 +66,7 @@ def test_killed_and_resumed_equals_unbroken(tmp_path, tiny_encoder, small_rating
     assert last.is_file(), "every kill point lies after the first checkpoint"
     torch.load(last, weights_only=True)  # never half written, whatever the kill interrupted
     run_fit(_config(tmp_path, tiny_encoder, small_ratings, strategy), ckpt=last)
-    reference, resumed = unbroken(strategy), _weights(tmp_path)
+    reference, resumed = unbroken(strategy), final_weights(tmp_path)
     assert reference.keys() == resumed.keys()
     for key in reference:
         assert torch.equal(reference[key], resumed[key]), key
