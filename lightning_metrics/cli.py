@@ -207,7 +207,8 @@ def _score_parser() -> ArgumentParser:
     p = _subparser("Score system outputs with a metric, per segment and per system.")
     p.add_argument("--model", type=str, required=True, help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}")
     p.add_argument("-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line")
-    p.add_argument("-r", "--references", type=Optional[str], default=None, help="reference file, one segment per line")
+    p.add_argument("-r", "--references", type=str, nargs="+", default=None,
+                   help="reference file(s), one segment per line; several: multi-reference scoring")
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
     p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
     p.add_argument("--batch-size", type=int, default=64)
@@ -216,6 +217,8 @@ def _score_parser() -> ArgumentParser:
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
+    p.add_argument("--multi-ref", choices=["max", "mean"], default="max",
+                   help="learned metrics with several references: keep the best score per segment, or the mean")
     p.add_argument("--mc-dropout", type=int, default=0, help="learned metrics: N passes with dropout on; segment means and a std column (N times the cost)")
     p.add_argument("--seed", type=int, default=0, help="seed of --mc-dropout (and of compare's resampling)")
     p.add_argument("--max-length", type=Optional[int], default=None,
@@ -245,7 +248,7 @@ def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list
 
 def _score_options(cfg) -> dict:
     return {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None,
-            "mc_dropout": cfg.mc_dropout, "seed": cfg.seed}
+            "mc_dropout": cfg.mc_dropout, "seed": cfg.seed, "multi_ref": cfg.multi_ref}
 
 
 def run_score(cfg) -> int:

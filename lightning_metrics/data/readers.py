@@ -116,21 +116,22 @@ def check_table(
 
 def read_parallel_text(
     mt: str | os.PathLike | Sequence[str | os.PathLike],
-    ref: str | os.PathLike | None = None,
+    ref: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     src: str | os.PathLike | None = None,
     on_invalid: str = "error",
 ) -> dict[str, list]:
-    """Read one-segment-per-line files: one or more system outputs, a reference and a source.
+    """Read one-segment-per-line files: one or more system outputs, references and a source.
 
     Returns ``{"mt": [[lines of system 1], ...], "ref": [...] | None, "src": [...] | None,
-    "systems": [file names]}``. All files must have the same number of lines; an empty line is
+    "systems": [file names]}``; with several reference files, ``ref`` holds a list per line. All files must have the same number of lines; an empty line is
     invalid (``on_invalid="skip"`` drops that line index from every file, keeping alignment).
     """
     mt_paths = [mt] if isinstance(mt, (str, os.PathLike)) else list(mt)
     if not mt_paths:
         raise InputError("-t", "no system output file given")
     named = [("mt", str(p)) for p in mt_paths]
-    named += [(kind, str(p)) for kind, p in (("ref", ref), ("src", src)) if p is not None]
+    refs = [] if ref is None else [ref] if isinstance(ref, (str, os.PathLike)) else list(ref)
+    named += [("ref", str(p)) for p in refs] + ([("src", str(src))] if src is not None else [])
     lines = [_read_lines(path) for _, path in named]
     counts = {len(x) for x in lines}
     if len(counts) > 1:
@@ -154,8 +155,11 @@ def read_parallel_text(
     pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
     n_mt = len(mt_paths)
     out = {"mt": [pick(x) for x in lines[:n_mt]], "ref": None, "src": None, "systems": [Path(p).name for p in map(str, mt_paths)]}
-    for (kind, _), file_lines in zip(named[n_mt:], lines[n_mt:]):
-        out[kind] = pick(file_lines)
+    ref_lines = [pick(x) for (kind, _), x in zip(named[n_mt:], lines[n_mt:]) if kind == "ref"]
+    if ref_lines:
+        out["ref"] = ref_lines[0] if len(ref_lines) == 1 else [list(r) for r in zip(*ref_lines)]
+    if src is not None:
+        out["src"] = pick(lines[-1])
     return out
 
 

@@ -35,6 +35,19 @@ class Signature:
     def get(self, key: str) -> str | None:
         return dict(self.settings).get(key)
 
+    @classmethod
+    def parse(cls, text: str) -> "Signature":
+        """The signature a ``str(signature)`` came from."""
+        name, *parts = text.split("|")
+        return cls(name, tuple(tuple(p.split(":", 1)) for p in parts))
+
+    def replace(self, **settings) -> "Signature":
+        """This signature with ``settings`` set: existing keys keep their place, new ones go before the version."""
+        shown = {k: str(v) for k, v in settings.items()}
+        kept = [(k, shown.pop(k, v)) for k, v in self.settings if k != "lightning-metrics"]
+        version = [(k, v) for k, v in self.settings if k == "lightning-metrics"]
+        return Signature(self.name, (*kept, *shown.items(), *version))
+
 
 @dataclass
 class ScoreResult:
@@ -44,6 +57,13 @@ class ScoreResult:
     system_score: float
     signature: str
     extra: dict = field(default_factory=dict)
+
+
+def reference_count(ref) -> int:
+    """References per row: 0 without any, the most any row has when rows hold lists, else 1."""
+    if ref is None:
+        return 0
+    return max((1 if isinstance(r, str) else len(r) for r in ref), default=1)
 
 
 def resolve_device(device: str) -> str:
@@ -65,6 +85,7 @@ class Metric(ABC):
 
     name: str = "metric"
     inputs: tuple[str, ...] = ("mt", "ref")
+    native_multi_ref = False  # True: segment_scores takes a list of references per row itself (BLEU, chrF, ROUGE, BERTScore)
 
     @property
     def needs_ref(self) -> bool:
@@ -94,25 +115,54 @@ class Metric(ABC):
         return np.asarray(scores, dtype=np.float64)[resamples].mean(axis=1)
 
     def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None, batch_size: int = 64,
-              device: str = "auto", devices: int = 1, progress: bool | None = None, mc_dropout: int = 0, seed: int = 0) -> ScoreResult:
+              device: str = "auto", devices: int = 1, progress: bool | None = None, mc_dropout: int = 0, seed: int = 0,
+              multi_ref: str = "max") -> ScoreResult:
         """Score candidates ``mt`` (against ``ref``, given ``src`` where the metric reads them).
 
         ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...; ``devices > 1``
         scores learned metrics with Lightning's DDP. ``progress``: a progress bar (None: on for long inputs).
         ``mc_dropout=N`` (learned metrics): N passes with dropout on, seeded by ``seed``; the
         scores are the per-segment means and ``extra["std"]`` their standard deviations (N times the cost).
+        ``ref`` may hold a list of references per row: built-in metrics use them as their packages
+        do; other metrics score against each and keep the ``multi_ref`` (``max`` or ``mean``) per row.
         """
         columns = self.columns(mt, ref, src)
+        nrefs = reference_count(columns.get("ref"))
+        options = dict(batch_size=batch_size, device=device, devices=devices, progress=progress, mc_dropout=mc_dropout, seed=seed)
+        if nrefs > 1 and not self.native_multi_ref:
+            return self._score_each_reference(columns, nrefs, multi_ref, options)
+        signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
         if mc_dropout:
             if mc_dropout < 2:
                 raise LightningMetricsError(f"mc_dropout needs at least 2 passes, got {mc_dropout}")
             passes = np.asarray(self.stochastic_scores(columns, mc_dropout, seed, batch_size, resolve_device(device), devices, progress))
             mean, std = passes.mean(axis=0), passes.std(axis=0)
-            signature = Signature(self.signature.name, (*self.signature.settings, ("mc_dropout", str(mc_dropout)), ("seed", str(seed))))
-            return ScoreResult(scores=mean.tolist(), system_score=self.system_score(mean.tolist(), columns), signature=str(signature),
-                               extra={"std": std.tolist()})
+            return ScoreResult(scores=mean.tolist(), system_score=self.system_score(mean.tolist(), columns),
+                               signature=str(signature.replace(mc_dropout=mc_dropout, seed=seed)), extra={"std": std.tolist()})
         scores = [float(s) for s in self.segment_scores(columns, batch_size, resolve_device(device), devices, progress)]
-        return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(self.signature))
+        return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature))
+
+    def _score_each_reference(self, columns: dict, nrefs: int, multi_ref: str, options: dict) -> ScoreResult:
+        """Score every (row, reference) pair as its own row, then keep the max or the mean per row."""
+        if multi_ref not in ("max", "mean"):
+            raise LightningMetricsError(f"multi_ref must be max or mean, got {multi_ref!r}")
+        refs = [[r] if isinstance(r, str) else list(r) for r in columns["ref"]]
+        owner = [i for i, rs in enumerate(refs) for _ in rs]
+        flat = {k: [v[i] for i in owner] for k, v in columns.items() if k != "ref"}
+        flat["ref"] = [r for rs in refs for r in rs]
+        result = self.score(flat["mt"], flat["ref"], flat.get("src"), multi_ref=multi_ref, **options)
+        values, std = np.asarray(result.scores), result.extra.get("std")
+        scores, spread, start = [], [], 0
+        for rs in refs:
+            part = slice(start, start + len(rs))
+            pick = start + int(np.argmax(values[part])) if multi_ref == "max" else None
+            scores.append(float(values[pick]) if pick is not None else float(values[part].mean()))
+            if std is not None:
+                spread.append(float(std[pick]) if pick is not None else float(np.mean(std[part])))
+            start += len(rs)
+        signature = Signature.parse(result.signature).replace(nrefs=nrefs, multi_ref=multi_ref)
+        return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature),
+                           extra={"std": spread} if std is not None else {})
 
     def stochastic_scores(self, columns: dict[str, list[str]], passes: int, seed: int, batch_size: int = 64, device: str = "cpu",
                           devices: int = 1, progress: bool | None = None) -> np.ndarray:

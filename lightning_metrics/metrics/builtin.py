@@ -24,6 +24,7 @@ from lightning_metrics.metrics.base import Metric, Signature
 class BuiltinMetric(Metric):
     """A built-in metric; :meth:`compute_family` gives every member of its family at once."""
 
+    native_multi_ref = True  # sacrebleu, rouge-score and bert-score take several references per segment
     option_group = "lexical"  # which shared options it takes: lexical (num_proc) or bertscore
 
     @property
@@ -158,7 +159,13 @@ class BERTScore(BuiltinMetric):
         return Signature.of(self.name, nrefs=1, **settings, system="mean")
 
     def compute_family(self, mt, ref, batch_size=64, device="cpu", progress=None):
-        return self.scorer(device, batch_size, progress).score(mt, ref).as_dict()
+        """With several references per segment, P, R and F each take the best reference, as bert-score does."""
+        if all(isinstance(r, str) for r in ref):
+            return self.scorer(device, batch_size, progress).score(mt, ref).as_dict()
+        refs = [[r] if isinstance(r, str) else list(r) for r in ref]
+        flat = self.scorer(device, batch_size, progress).score([m for m, rs in zip(mt, refs) for _ in rs], [r for rs in refs for r in rs]).as_dict()
+        bounds = np.cumsum([0, *map(len, refs)])
+        return {k: [float(np.max(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])] for k, v in flat.items()}
 
 
 # name -> (class, the arguments that make it this metric)
