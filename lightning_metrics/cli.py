@@ -6,36 +6,18 @@ Errors about the user's input print as one line (``error: FILE: row N: problem``
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
 from typing import Optional
 
-from jsonargparse import ActionConfigFile, ArgumentParser
+from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
+from lightning_metrics.cli_common import _add_column_flags, _columns, _subparser, _write_json, log
+from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
-
-log = logging.getLogger("lightning_metrics")
-
-
-def _subparser(description: str) -> ArgumentParser:
-    parser = ArgumentParser(description=description)
-    parser.add_argument("--config", action=ActionConfigFile, help="YAML/JSON file with any of these options")
-    return parser
-
-
-def _add_column_flags(parser: ArgumentParser) -> None:
-    group = parser.add_argument_group("columns", "map the file's column names onto src, mt, ref, score, system, doc_id")
-    for field in ("src", "mt", "ref", "score", "system", "doc_id"):
-        group.add_argument(f"--{field.replace('_', '-')}-col", type=str, default=field, help=f"column holding {field}")
-    parser.add_argument("--on-invalid", choices=["error", "skip"], default="error", help="stop at the first bad row, or skip bad rows and report them")
-
-
-def _columns(cfg) -> dict:
-    return {f: getattr(cfg, f"{f}_col") for f in ("src", "mt", "ref", "score", "system", "doc_id")}
 
 
 def _evaluate_parser() -> ArgumentParser:
@@ -96,16 +78,6 @@ def run_evaluate(cfg) -> int:
 
         print("plots: " + ", ".join(str(p) for p in plot_evaluation(ev, cfg.plot)))
     return 0
-
-
-def _write_json(path: str, payload: dict) -> None:
-    """Write JSON atomically: a temp file beside the target, then a rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
-    tmp.replace(target)
-    log.info("wrote %s", target)
 
 
 def _baseline_parser() -> ArgumentParser:
@@ -201,102 +173,6 @@ def run_probe(cfg) -> int:
     return 0
 
 
-def _score_parser() -> ArgumentParser:
-    from lightning_metrics.metrics import builtin_names
-
-    p = _subparser("Score system outputs with a metric, per segment and per system.")
-    p.add_argument("--model", type=str, required=True, help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}")
-    p.add_argument("-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line")
-    p.add_argument("-r", "--references", type=str, nargs="+", default=None,
-                   help="reference file(s), one segment per line; several: multi-reference scoring")
-    p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
-    p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
-    p.add_argument("--devices", type=int, default=1, help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept")
-    p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
-    p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
-    p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
-    p.add_argument("--multi-ref", choices=["max", "mean"], default="max",
-                   help="learned metrics with several references: keep the best score per segment, or the mean")
-    p.add_argument("--mc-dropout", type=int, default=0, help="learned metrics: N passes with dropout on; segment means and a std column (N times the cost)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --mc-dropout (and of compare's resampling)")
-    p.add_argument("--max-length", type=Optional[int], default=None,
-                   help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
-    _add_column_flags(p)
-    return p
-
-
-def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list | None, dict | list | None]:
-    """Per-system mt, and ref/src (shared lists or per-system dicts), from ``-t/-r/-s`` or ``--data``
-    (``paired``: every system must cover the same segments, put in one order)."""
-    from lightning_metrics.data.readers import read_parallel_text, read_ratings
-    from lightning_metrics.metrics.systems import paired_systems_from_table, systems_from_table
-
-    needs_ref, needs_src = metric.needs_ref, metric.needs_src
-    if cfg.data:
-        required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
-        data = read_ratings(cfg.data, columns=_columns(cfg), required=required, on_invalid=cfg.on_invalid)
-        return paired_systems_from_table(data, cfg.data, getattr(cfg, "lp", None)) if paired else systems_from_table(data)
-    if not cfg.translations or (needs_ref and not cfg.references):
-        raise LightningMetricsError(f"{'compare' if paired else 'score'} needs -t SYSTEM_FILE [...]" + (" and -r REFERENCE_FILE" if needs_ref else "") + ", or --data FILE")
-    if needs_src and not cfg.sources:
-        raise LightningMetricsError(f"{cfg.model} reads sources: give -s SOURCE_FILE")
-    text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
-    return {str(p): lines for p, lines in zip(cfg.translations, text["mt"])}, text["ref"], text["src"]
-
-
-def _score_options(cfg) -> dict:
-    return {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None,
-            "mc_dropout": cfg.mc_dropout, "seed": cfg.seed, "multi_ref": cfg.multi_ref}
-
-
-def run_score(cfg) -> int:
-    from lightning_metrics.metrics import load_metric
-    from lightning_metrics.metrics.systems import format_scores, score_systems
-
-    metric = load_metric(cfg.model, max_length=cfg.max_length)
-    options = _score_options(cfg)
-    results = score_systems(metric, *_systems_input(cfg, metric), **options)
-    print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
-    if cfg.json:
-        _write_json(cfg.json, {
-            "signature": next(iter(results.values())).signature,
-            "systems": {k: {"system_score": r.system_score, "scores": r.scores, **({"std": r.extra["std"]} if "std" in r.extra else {})}
-                        for k, r in results.items()},
-        })
-    return 0
-
-
-def _compare_parser() -> ArgumentParser:
-    p = _score_parser()
-    p.description = "Is one system really better than another? Paired bootstrap and paired t-test for every pair of systems."
-    p.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level that decides the winner")
-    p.add_argument("--lp", type=Optional[str], default=None, help="with --data: keep only this language pair")
-    return p
-
-
-def run_compare(cfg) -> int:
-    from lightning_metrics.metrics import load_metric
-    from lightning_metrics.metrics.systems import score_systems
-    from lightning_metrics.significance import compare_systems, format_comparisons
-
-    metric = load_metric(cfg.model, max_length=cfg.max_length)
-    mt, ref, src = _systems_input(cfg, metric, paired=True)
-    options = _score_options(cfg)
-    results = score_systems(metric, mt, ref, src, **options)
-    of = lambda value, name: value.get(name) if isinstance(value, dict) else value  # noqa: E731
-    columns = {n: metric.columns(mt[n], of(ref, n), of(src, n)) for n in mt}
-    pairs = compare_systems(metric, results, columns, cfg.bootstrap, cfg.seed, cfg.alpha)
-    print(format_comparisons(pairs, results, cfg.bootstrap, cfg.seed, cfg.alpha))
-    if cfg.json:
-        _write_json(cfg.json, {"signature": next(iter(results.values())).signature, "bootstrap": cfg.bootstrap, "seed": cfg.seed,
-                               "alpha": cfg.alpha, "systems": {n: r.system_score for n, r in results.items()},
-                               "pairs": [p.as_dict() for p in pairs]})
-    return 0
-
-
 def _export_parser() -> ArgumentParser:
     p = _subparser("Export a trained checkpoint as a self-contained metric folder, or several metrics as one ensemble.")
     p.add_argument("checkpoint", type=Optional[str], nargs="?", help="a Lightning .ckpt from fit (not with --ensemble)")
@@ -378,6 +254,7 @@ COMMANDS = {
     "bertscore-baseline": (_baseline_parser, run_baseline, "compute a BERTScore rescaling baseline for any encoder"),
     "generate": (_generate_parser, run_generate, "make synthetic training pairs from a corpus"),
     "score": (_score_parser, run_score, "score system outputs with a metric"),
+    "rerank": (_rerank_parser, run_rerank, "choose the best of N candidates per source (QE or minimum Bayes risk)"),
     "compare": (_compare_parser, run_compare, "test whether one system is better than another (paired bootstrap, t-test)"),
     "export": (_export_parser, run_export, "export a trained checkpoint as a self-contained metric folder"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),

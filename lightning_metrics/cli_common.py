@@ -1,0 +1,43 @@
+"""What every `lightning-metrics` subcommand shares: the sub-parser, column flags, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from jsonargparse import ActionConfigFile, ArgumentParser
+
+log = logging.getLogger("lightning_metrics")
+
+
+def _subparser(description: str) -> ArgumentParser:
+    parser = ArgumentParser(description=description)
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML/JSON file with any of these options")
+    return parser
+
+
+def _add_column_flags(parser: ArgumentParser) -> None:
+    group = parser.add_argument_group("columns", "map the file's column names onto src, mt, ref, score, system, doc_id")
+    for field in ("src", "mt", "ref", "score", "system", "doc_id"):
+        group.add_argument(f"--{field.replace('_', '-')}-col", type=str, default=field, help=f"column holding {field}")
+    parser.add_argument("--on-invalid", choices=["error", "skip"], default="error", help="stop at the first bad row, or skip bad rows and report them")
+
+
+def _columns(cfg) -> dict:
+    return {f: getattr(cfg, f"{f}_col") for f in ("src", "mt", "ref", "score", "system", "doc_id")}
+
+
+def _write_json(path: str, payload: dict) -> None:
+    """Write JSON atomically: a temp file beside the target, then a rename."""
+    _write_text(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+    log.info("wrote %s", path)
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write text atomically: a temp file beside the target, then a rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(target)
