@@ -1,0 +1,266 @@
+"""Out-of-distribution suite: does a recipe's metric beat BERTScore and chrF on data it never saw?
+
+    .venv/bin/python benchmarks/generalisation.py [--recipe configs/recipes/generalist.yaml] [--out runs/generalisation]
+        [--tests is-en ja-en ru-en mqm-news ted] [--stages baselines fit score report] [--variants recipe ...]
+        [--ablation-test is-en] [--bootstrap 1000]
+
+Tests (in each, no row and no document of the test data is seen in training):
+- ``is-en``, ``ja-en``, ``ru-en``: leave one language pair of wmt21_da_toen.csv out (every row of it);
+- ``mqm-news``: MQM zh-en newstest (a new language pair for DA, a new kind of score);
+- ``ted``: MQM zh-en TED talks (a new domain).
+
+For each test the recipe (a LightningCLI config) is trained once with that test's data removed
+from its sources (a language pair excluded, or a source dropped), in a subprocess of
+``lightning-metrics fit``; its best dev checkpoint is exported, and the export scores the test.
+``--variants`` adds ablations (the recipe with one lever changed) on ``--ablation-test``.
+
+Stages are cached under ``--out``: a model is reused while the hash of its derived config is
+unchanged, scores while they are newer than the model. Each stage's wall time is recorded.
+Segment Kendall tau-b with 95% bootstrap intervals, and system-level Pearson, next to BLEU,
+chrF, BERTScore (MiniLM layer 4) and BERTScore with IDF. Writes ``results.md``, ``results.json``
+and ``plots/`` in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+from lightning_metrics.artifact import MANIFEST, METADATA, is_exported  # noqa: E402
+from lightning_metrics.correlation import correlate_metrics  # noqa: E402
+from lightning_metrics.data.readers import read_ratings  # noqa: E402
+from lightning_metrics.metrics import score_many  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+DA, NEWS, TED = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv", SHARED / "wmt21_mqm_ted.csv"
+TESTS = {  # name -> (file, language pair, column mapping)
+    "is-en": (DA, "is-en", None), "ja-en": (DA, "ja-en", None), "ru-en": (DA, "ru-en", None),
+    "mqm-news": (NEWS, "zh-en", None), "ted": (TED, "zh-en", {"doc_id": "doc"}),
+}
+BASELINES = {"BLEU": ("bleu", {}), "chrF": ("chrf", {}), "BERTScore": ("bertscore", {}), "BERTScore+IDF": ("bertscore", {"idf": True})}
+# ablations: the recipe with one lever changed (dotted config keys -> values)
+VARIANTS = {
+    "recipe": {},
+    "no signals": {"model.init_args.signals": None},
+    "no pairwise": {"model.init_args.pairwise_weight": 0.0, "data.init_args.sampler": "length"},
+    "mse": {"model.init_args.loss": "mse", "model.init_args.clip_targets": None},
+    "no annotator weights": {"data.init_args.weight_by": None},
+    "z normalisation": {"data.init_args.normalise": "z"},
+    "no normalisation": {"data.init_args.normalise": "none"},
+    "DA only": {"sources": ["da"]},
+    "source bias": {"model.init_args.source_bias": True},
+    "source features": {"model.init_args.source_features": True},
+}
+
+
+def timed(times: dict, key: str):
+    class Clock:
+        def __enter__(self):
+            self.start = time.perf_counter()
+
+        def __exit__(self, *exc):
+            times[key] = times.get(key, 0.0) + time.perf_counter() - self.start
+
+    return Clock()
+
+
+def test_rows(name: str) -> dict[str, list]:
+    path, lp, columns = TESTS[name]
+    rows = read_ratings(str(path), columns=columns, required=("src", "mt", "ref", "score"), on_invalid="skip").to_dict()
+    keep = [i for i, x in enumerate(rows["lp"]) if x == lp]
+    return {k: [v[i] for i in keep] for k, v in rows.items()}
+
+
+def without_test(sources: list[dict], test: str, recipe_dir: Path) -> list[dict]:
+    """The recipe's sources with the test's language pair removed from the test's file."""
+    path, lp, _ = TESTS[test]
+    out = []
+    for source in sources:
+        source = dict(source)
+        if (recipe_dir / source["path"]).resolve() == path.resolve() or Path(source["path"]).resolve() == path.resolve():
+            if source.get("lps") is not None:
+                source["lps"] = [x for x in source["lps"] if x != lp]
+                if not source["lps"]:
+                    continue
+            else:
+                source["exclude_lps"] = sorted({*(source.get("exclude_lps") or []), lp})
+        out.append(source)
+    return out
+
+
+def derived_config(recipe: dict, test: str, variant: str, run_dir: Path, steps: int | None = None) -> dict:
+    """The recipe for one (test, variant): test data removed, the variant's lever changed, paths under ``run_dir``
+    (``steps`` replaces the recipe's ``max_steps``)."""
+    config = copy.deepcopy(recipe)
+    data = config["data"]["init_args"]
+    data["train"] = [{**s, "path": str((REPO / s["path"]).resolve())} for s in data["train"]]
+    data["train"] = without_test(data["train"], test, REPO)
+    for key, value in VARIANTS[variant].items():
+        if key == "sources":
+            data["train"] = [s for s in data["train"] if s.get("name") in value]
+            continue
+        node = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    trainer = config["trainer"]
+    if steps:
+        trainer["max_steps"], trainer["val_check_interval"] = steps, max(1, steps // 2)  # the last step is validated too
+    trainer["default_root_dir"] = str(run_dir)
+    trainer["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(run_dir), "name": "logs"}}]
+    for callback in trainer["callbacks"]:
+        if callback["class_path"].endswith("ExportBest"):
+            callback["init_args"]["out"] = str(run_dir / "export")
+    return config
+
+
+def fit(recipe: dict, test: str, variant: str, out: Path, times: dict, steps: int | None = None) -> Path:
+    """Train (or reuse) the recipe for ``test``; returns its export folder."""
+    text = json.dumps(derived_config(recipe, test, variant, Path("RUN"), steps), sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    run_dir = out / "models" / f"{test}-{variant.replace(' ', '_')}-{digest}"
+    export = run_dir / "export"
+    if is_exported(export):
+        return export
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_path = run_dir / "config.yaml"
+    config_path.write_text(yaml.safe_dump(derived_config(recipe, test, variant, run_dir, steps), sort_keys=False), encoding="utf-8")
+    print(f"fit {test} / {variant}: {config_path}", flush=True)
+    with timed(times, f"fit {test} / {variant}"):
+        proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config_path)], cwd=REPO,
+                              stdout=(run_dir / "fit.log").open("w"), stderr=subprocess.STDOUT)
+    if proc.returncode != 0 or not is_exported(export):
+        raise SystemExit(f"fit failed for {test} / {variant}; see {run_dir / 'fit.log'}")
+    (run_dir / "seconds.txt").write_text(f"{times[f'fit {test} / {variant}']:.0f}\n")
+    return export
+
+
+def cached_scores(name: str, rows: dict, cache: Path, metric: str, options: dict | None = None) -> np.ndarray:
+    """Segment scores of a built-in metric or an export on ``rows``, cached as ``cache/<name>.npy``."""
+    path = cache / f"{name}.npy"
+    model_time = (Path(metric) / MANIFEST).stat().st_mtime if is_exported(metric) else 0.0
+    if path.is_file() and path.stat().st_mtime > model_time:
+        return np.load(path)
+    # BERTScore's IDF comes from the test references, as the bert-score package computes it
+    values = score_many([metric], rows["mt"], rows["ref"], rows["src"], num_proc=os.cpu_count() or 1, bertscore=options or None, device="cpu",
+                        progress=False)[metric]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, np.asarray(values, dtype=float))
+    return np.asarray(values, dtype=float)
+
+
+def correlations(scores: dict[str, np.ndarray], rows: dict, bootstrap: int, seed: int) -> dict:
+    result = correlate_metrics(scores, rows["score"], None, rows["system"], bootstrap=bootstrap, seed=seed, num_proc=os.cpu_count() or 1)
+    return {m: {"kendall": c["all"].seg_kendall, "ci": list(c["all"].ci.get("seg_kendall", (np.nan, np.nan))),
+                "sys_pearson": c["all"].sys_pearson, "n": c["all"].n, "n_sys": c["all"].n_systems} for m, c in result.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", default=str(REPO / "configs/recipes/generalist.yaml"))
+    parser.add_argument("--out", default="runs/generalisation")
+    parser.add_argument("--tests", nargs="+", default=list(TESTS), choices=list(TESTS))
+    parser.add_argument("--stages", nargs="+", default=["baselines", "fit", "score", "report"], choices=["baselines", "fit", "score", "report"])
+    parser.add_argument("--variants", nargs="*", default=[], choices=[v for v in VARIANTS if v != "recipe"], help="ablations, on --ablation-test")
+    parser.add_argument("--ablation-test", default="is-en", choices=list(TESTS))
+    parser.add_argument("--steps", type=int, default=None, help="replace the recipe's max_steps (a smaller budget, e.g. for ablations)")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    recipe = yaml.safe_load(Path(args.recipe).read_text(encoding="utf-8"))
+    times_path = out / "times.json"
+    times = json.loads(times_path.read_text()) if times_path.is_file() else {}
+    runs = [(t, "recipe") for t in args.tests] + [(args.ablation_test, v) for v in args.variants]
+    results = {}
+    for test in dict.fromkeys(t for t, _ in runs):
+        rows = test_rows(test)
+        scores = {}
+        if "baselines" in args.stages or "report" in args.stages:
+            with timed(times, f"baselines {test}"):
+                for label, (metric, options) in BASELINES.items():
+                    scores[label] = cached_scores(label.replace("+", "_"), rows, out / "scores" / test, metric, options)
+        for t, variant in runs:
+            if t != test:
+                continue
+            if "fit" in args.stages:
+                export = fit(recipe, test, variant, out, times, args.steps)
+            else:
+                found = sorted((out / "models").glob(f"{test}-{variant.replace(' ', '_')}-*/export"))
+                if not found:
+                    continue
+                export = found[-1]
+            if "score" in args.stages or "report" in args.stages:
+                with timed(times, f"score {test} / {variant}"):
+                    scores[variant] = cached_scores(export.parent.name, rows, out / "scores" / test, str(export))
+        times_path.write_text(json.dumps(times, indent=1) + "\n")
+        if "report" in args.stages:
+            results[test] = correlations(scores, rows, args.bootstrap, args.seed)
+    if "report" in args.stages:
+        report(results, out, times, args)
+
+
+def report(results: dict, out: Path, times: dict, args) -> None:
+    from lightning_metrics.plots import kendall_bars
+
+    tests = list(results)
+    metrics = [m for m in [*BASELINES, "recipe"] if all(m in results[t] for t in tests)]
+    cell = lambda r: f"{r['kendall']:.4f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if np.isfinite(r["ci"][0]) else f"{r['kendall']:.4f}"  # noqa: E731
+    lines = [f"# Out-of-distribution suite (`{args.recipe}`)", "", "Segment Kendall tau-b, 95% bootstrap CI "
+             f"({args.bootstrap} resamples); system-level Pearson in the second table.", "",
+             "| metric | " + " | ".join(f"{t} ({results[t][metrics[0]]['n']})" for t in tests) + " |", "|---" * (len(tests) + 1) + "|"]
+    lines += [f"| {m} | " + " | ".join(cell(results[t][m]) for t in tests) + " |" for m in metrics]
+    lines += ["", "| metric | " + " | ".join(tests) + " |", "|---" * (len(tests) + 1) + "|"]
+    lines += [f"| {m} | " + " | ".join(f"{results[t][m]['sys_pearson']:.3f} ({results[t][m]['n_sys']})" for t in tests) + " |" for m in metrics]
+    if "recipe" in metrics:
+        lines += ["", "Target: recipe >= BERTScore + 0.02 and >= chrF + 0.04 on every test.", ""]
+        for t in tests:
+            r = results[t]
+            gap_b = r["recipe"]["kendall"] - max(r["BERTScore"]["kendall"], r["BERTScore+IDF"]["kendall"])
+            gap_c = r["recipe"]["kendall"] - r["chrF"]["kendall"]
+            verdict = "met" if gap_b >= 0.02 and gap_c >= 0.04 else "missed"
+            lines.append(f"- {t}: {gap_b:+.4f} over the better BERTScore, {gap_c:+.4f} over chrF: **{verdict}**")
+    ablation = [v for v in results.get(args.ablation_test, {}) if v not in BASELINES]
+    if len(ablation) > 1:
+        r = results[args.ablation_test]
+        lines += ["", f"Ablation on {args.ablation_test} (the recipe with one lever changed; dev = the model's best val_kendall):", "",
+                  "| variant | test Kendall | minus recipe | dev val_kendall |", "|---|---|---|---|"]
+        for v in ablation:
+            dev = best_dev(out, args.ablation_test, v)
+            lines.append(f"| {v} | {cell(r[v])} | {r[v]['kendall'] - r['recipe']['kendall']:+.4f} | {dev} |")
+    lines += ["", "Wall times (this machine; cached stages are not re-run):", ""]
+    lines += [f"- {k}: {v / 60:.1f} min" for k, v in times.items()]
+    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=float) + "\n")
+    kendall_bars({m: {t: (results[t][m]["kendall"], *results[t][m]["ci"]) for t in tests} for m in metrics}, out / "plots",
+                 "Segment Kendall on data the metric never saw")
+    print("\n".join(lines))
+
+
+def best_dev(out: Path, test: str, variant: str) -> str:
+    found = sorted((out / "models").glob(f"{test}-{variant.replace(' ', '_')}-*/export/{METADATA}"))
+    if not found:
+        return "-"
+    dev = json.loads(found[-1].read_text()).get("dev_correlations", {})
+    return f"{dev['val_kendall']:.4f}" if "val_kendall" in dev else "-"
+
+
+if __name__ == "__main__":
+    main()
