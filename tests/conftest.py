@@ -121,3 +121,18 @@ def _write_csv(path: Path, rows: list[dict]) -> Path:
 def write_csv():
     """``write_csv(path, rows)``: rows (dicts) to a CSV file with a header; returns the path."""
     return _write_csv
+
+
+def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Path:
+    """``model`` trained one step on the ratings file ``data`` and exported to ``folder/name`` (a real, if untrained, metric)."""
+    import pytorch_lightning as pl
+
+    from lightning_metrics.data.modules import RatingsDataModule
+    from lightning_metrics.export import export_checkpoint
+
+    pl.seed_everything(0)
+    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         limit_val_batches=0)
+    trainer.fit(model, RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16))
+    trainer.save_checkpoint(folder / f"{name}.ckpt")
+    return export_checkpoint(folder / f"{name}.ckpt", folder / name)

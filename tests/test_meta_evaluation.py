@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import pytest
-import pytorch_lightning as pl
+from conftest import export_tiny
 
 from lightning_metrics.cli import main
-from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.evaluate import evaluate
-from lightning_metrics.export import export_checkpoint
 from lightning_metrics.models import CometReferenceless
 
 
@@ -29,13 +27,7 @@ def test_darr_needs_raw_and_reference_free_evaluate(tmp_path, tiny_encoder, da_r
     assert main(["evaluate", "--data", str(no_raw), "--metrics", "chrf", "--darr", "true"]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(no_raw) in err and "raw column" in err
-    data = write_csv(tmp_path / "r.csv", da_rows[:32])
-    pl.seed_everything(0)
-    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         limit_val_batches=0)
-    trainer.fit(CometReferenceless(encoder=str(tiny_encoder)), RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder)))
-    trainer.save_checkpoint(tmp_path / "qe.ckpt")
-    qe = export_checkpoint(tmp_path / "qe.ckpt", tmp_path / "qe")
+    qe = export_tiny(CometReferenceless(encoder=str(tiny_encoder)), tiny_encoder, write_csv(tmp_path / "r.csv", da_rows[:32]), tmp_path, "qe")
     no_ref = write_csv(tmp_path / "no_ref.csv", [{k: v for k, v in r.items() if k != "ref"} for r in da_rows[:40]])
     assert main(["evaluate", "--data", str(no_ref), "--metrics", str(qe), "--bootstrap", "0", "--quiet", "true"]) == 0
     assert "qe" in capsys.readouterr().out

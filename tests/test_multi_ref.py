@@ -5,12 +5,10 @@ the best reference per segment as bert-score does, learned metrics combine per-r
 from __future__ import annotations
 
 import pytest
-import pytorch_lightning as pl
 import sacrebleu
+from conftest import export_tiny
 
 from lightning_metrics.cli import main
-from lightning_metrics.data.modules import RatingsDataModule
-from lightning_metrics.export import export_checkpoint
 from lightning_metrics.metrics import load_metric
 from lightning_metrics.models import CometEstimator
 
@@ -50,12 +48,7 @@ def test_bertscore_takes_the_best_reference(two_refs, tiny_encoder):
 def test_learned_metric_combines_per_reference_scores(two_refs, tiny_encoder, da_rows, write_csv, tmp_path, capsys):
     mt, refs, src = two_refs
     data = write_csv(tmp_path / "r.csv", da_rows[:32])
-    pl.seed_everything(0)
-    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         limit_val_batches=0)
-    trainer.fit(CometEstimator(encoder=str(tiny_encoder)), RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder)))
-    trainer.save_checkpoint(tmp_path / "m.ckpt")
-    metric = load_metric(str(export_checkpoint(tmp_path / "m.ckpt", tmp_path / "est")))
+    metric = load_metric(str(export_tiny(CometEstimator(encoder=str(tiny_encoder)), tiny_encoder, data, tmp_path, "est")))
     single = metric.score(mt=mt, ref=[r[0] for r in refs], src=src)
     doubled = metric.score(mt=mt, ref=[[r[0], r[0]] for r in refs], src=src)
     assert doubled.scores == pytest.approx(single.scores, abs=1e-6) and "nrefs:2|multi_ref:max" in doubled.signature

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import pytorch_lightning as pl
+from conftest import export_tiny
 
 from lightning_metrics.cli import main
-from lightning_metrics.data.modules import RatingsDataModule
-from lightning_metrics.export import export_checkpoint
 from lightning_metrics.metrics import load_metric
 from lightning_metrics.models import CometReferenceless
 from lightning_metrics.rerank import rerank
@@ -49,12 +47,7 @@ def test_mbr_and_oracle_pick_the_reference(tmp_path, capsys):
 
 def test_qe_rerank_from_a_table(tmp_path, tiny_encoder, da_rows, write_csv, capsys):
     data = write_csv(tmp_path / "r.csv", da_rows[:32])
-    pl.seed_everything(0)
-    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         limit_val_batches=0)
-    trainer.fit(CometReferenceless(encoder=str(tiny_encoder)), RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder)))
-    trainer.save_checkpoint(tmp_path / "qe.ckpt")
-    qe = load_metric(str(export_checkpoint(tmp_path / "qe.ckpt", tmp_path / "qe")))
+    qe = load_metric(str(export_tiny(CometReferenceless(encoder=str(tiny_encoder)), tiny_encoder, data, tmp_path, "qe")))
     rows = [{"id": f"s{k}", "src": f"source {k}", "mt": m} for k, r in enumerate(REFS) for m in [r, *_edits(r)]]
     table = write_csv(tmp_path / "cands.csv", rows)
     assert main(["rerank", "--model", str(qe.path), "--data", str(table), "--source-id-col", "id", "--json", str(tmp_path / "q.json"),

@@ -7,12 +7,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-import pytorch_lightning as pl
+from conftest import build_tiny_encoder, export_tiny
 
 from lightning_metrics.cli import main
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import InputError
-from lightning_metrics.export import export_checkpoint
 from lightning_metrics.metrics import load_metric
 from lightning_metrics.models import BleurtRegressor, CometEstimator
 
@@ -29,12 +28,7 @@ def exports(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     data = write_csv(folder / "r.csv", da_rows[:32])
     out = {}
     for name, cls in (("cross", BleurtRegressor), ("sentences", CometEstimator)):
-        pl.seed_everything(0)
-        trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                             limit_val_batches=0)
-        trainer.fit(cls(encoder=str(tiny_encoder)), RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16))
-        trainer.save_checkpoint(folder / f"{name}.ckpt")
-        out[name] = export_checkpoint(folder / f"{name}.ckpt", folder / name)
+        out[name] = export_tiny(cls(encoder=str(tiny_encoder)), tiny_encoder, data, folder, name)
     return out
 
 
@@ -83,19 +77,13 @@ def test_training_data_counts_truncated_rows(tiny_encoder, da_rows, write_csv, t
 @pytest.fixture(scope="module")
 def dropout_exports(tmp_path_factory, da_rows, write_csv):
     """The same tiny estimator with all dropout at 0, and at 0.1 (encoder and head)."""
-    from conftest import build_tiny_encoder
 
     folder = tmp_path_factory.mktemp("mc")
     data = write_csv(folder / "r.csv", da_rows[:32])
     out = {}
     for p in (0.0, 0.1):
         encoder = build_tiny_encoder(folder / f"enc-{p}", dropout=p)
-        pl.seed_everything(0)
-        trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                             limit_val_batches=0)
-        trainer.fit(CometEstimator(encoder=str(encoder), dropout=p), RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder)))
-        trainer.save_checkpoint(folder / f"{p}.ckpt")
-        out[p] = export_checkpoint(folder / f"{p}.ckpt", folder / f"est-{p}")
+        out[p] = export_tiny(CometEstimator(encoder=str(encoder), dropout=p), encoder, data, folder, f"est-{p}")
     return out
 
 
