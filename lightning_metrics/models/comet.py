@@ -59,6 +59,8 @@ class CometEstimator(SentenceEmbeddingModel):
     English-only), those features may be noise.
     """
 
+    inputs = train_fields = ("src", "mt", "ref")  # with source_features=False the instance reads ("mt", "ref")
+
     def __init__(self, source_features: bool = True, **kwargs):
         """``source_features``: see the class docstring; other arguments as :class:`MetricModel`."""
         self.inputs = self.train_fields = ("src", "mt", "ref") if source_features else ("mt", "ref")
