@@ -77,6 +77,8 @@ def rerank(metric: Metric, candidates: list[list[str]], src: list[str] | None = 
         raise LightningMetricsError(f"{metric.name} reads sources: give -s SOURCE_FILE")
     if mode == "ref" and ref is None:
         raise LightningMetricsError("--mode ref needs references (-r FILE)")
+    if mode == "mbr" and any(len(g) < 2 for g in candidates):
+        raise LightningMetricsError("minimum Bayes risk needs at least 2 candidates per source")
     owner, mt, refs = [], [], []
     for s, group in enumerate(candidates):
         for i, hyp in enumerate(group):
@@ -85,8 +87,6 @@ def rerank(metric: Metric, candidates: list[list[str]], src: list[str] | None = 
                 owner.append((s, i))
                 mt.append(hyp)
                 refs.append(r)
-    if mode == "mbr" and any(len(g) < 2 for g in candidates):
-        raise LightningMetricsError("minimum Bayes risk needs at least 2 candidates per source")
     sources = [src[s] for s, _ in owner] if src is not None else None
     scores = metric.score(mt=mt, ref=refs if metric.needs_ref else None, src=sources, **score_options).scores
     utility: dict[tuple[int, int], list[float]] = {}
