@@ -62,3 +62,23 @@ def test_qe_rerank_from_a_table(tmp_path, tiny_encoder, da_rows, write_csv, caps
     assert main(["rerank", "--model", str(qe.path), "--data", str(uneven), "--source-id-col", "id"]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "uneven.csv: row 10" in err and "'s2' has 3 candidates" in err, err
+
+
+def test_chunks_keep_each_sources_pairs_together():
+    """MBR rows (candidate, pseudo-reference) of one source stay contiguous in scoring order, so a
+    source's candidates are embedded in one chunk; sorting the references alphabetically would not."""
+    from lightning_metrics.metrics.learned import chunk_order
+
+    groups = [[*_edits(r), r] for r in REFS]
+    owner, mt, ref = [], [], []
+    for s, group in enumerate(groups):
+        for i, hyp in enumerate(group):
+            for j, pseudo in enumerate(group):
+                if j != i:
+                    owner.append(s), mt.append(hyp), ref.append(pseudo)
+    sources = [owner[i] for i in chunk_order({"mt": mt, "ref": ref})]
+    assert sources == sorted(sources)  # each source's 12 rows form one run, sources in input order
+    assert [owner[i] for i in sorted(range(len(ref)), key=ref.__getitem__)] != sorted(owner)  # the old order scattered them
+    # a WMT table: every system's output of a segment shares its reference, so they group together
+    table = {"mt": ["a1", "b1", "a2", "b2"], "ref": ["r1", "r2", "r1", "r2"]}
+    assert chunk_order(table) == [0, 2, 1, 3]

@@ -2,11 +2,14 @@
 
     .venv-comet/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32]
     .venv-comet/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py mbr --data candidates.json --encoder DIR --weights comet.safetensors [--batch 64]
 
 Builds COMET's ``RegressionMetric`` with the architecture of lightning-metrics' ``CometEstimator``
 (BERT encoder from a local folder, softmax layer mix without layer norm, average pooling, a
 [1024, 256] Tanh head) and prints one JSON line: the epoch wall time (train) or the prediction
-wall time and scores (predict). unbabel-comet pins transformers 4, hence the separate venv.
+wall time and scores (predict), or the MBR wall time, utilities and choices of ``comet-mbr``'s own
+functions (``build_embeddings``, ``mbr_decoding``; its CLI moves the model to CUDA in half precision,
+so the CPU run calls them directly). unbabel-comet pins transformers 4, hence the separate venv.
 """
 
 import argparse
@@ -31,7 +34,7 @@ def build(encoder: str, train: str | None = None, batch: int = 32):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["train", "predict"])
+    parser.add_argument("mode", choices=["train", "predict", "mbr"])
     parser.add_argument("--data", required=True)
     parser.add_argument("--encoder", required=True)
     parser.add_argument("--weights", default=None)
@@ -61,11 +64,31 @@ def main() -> None:
     missing, unexpected = model.load_state_dict(load_file(args.weights), strict=False)
     if unexpected or [k for k in missing if not k.startswith(("encoder.model.pooler", "layerwise_attention.dropout_"))]:
         raise SystemExit(f"weights do not fit: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    if args.mode == "mbr":
+        mbr(model, args.data, args.batch)
+        return
     with open(args.data, encoding="utf-8", newline="") as f:
         samples = [{"src": r["src"], "mt": r["mt"], "ref": r["ref"]} for r in csv.DictReader(f)]
     start = time.perf_counter()
     out = model.predict(samples, batch_size=args.batch, gpus=0, accelerator="cpu", progress_bar=False)
     print(json.dumps({"seconds": time.perf_counter() - start, "scores": [float(s) for s in out.scores]}))
+
+
+def mbr(model, data: str, batch: int) -> None:
+    """comet-mbr on CPU: {"src": [...], "candidates": [[...] per source]} -> time, utilities, chosen indices."""
+    import torch
+    from comet.cli.mbr import build_embeddings, mbr_decoding
+
+    with open(data, encoding="utf-8") as f:
+        task = json.load(f)
+    sources, groups = task["src"], task["candidates"]
+    n = len(groups[0])
+    model.eval()
+    start = time.perf_counter()
+    src_embeddings, mt_embeddings = build_embeddings(sources, [c for g in groups for c in g], model, batch)
+    matrix = mbr_decoding(src_embeddings, mt_embeddings.reshape(len(sources), n, -1), model)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "utility": matrix.tolist(), "chosen": torch.argmax(matrix, dim=1).tolist()}))
 
 
 if __name__ == "__main__":

@@ -118,8 +118,7 @@ class LearnedMetric(Metric):
         n = len(columns["mt"])
         out = np.zeros(n)
         sentences = self.model.input_format == "sentences"
-        key = columns.get("ref") or columns.get("src")
-        order = sorted(range(n), key=key.__getitem__) if sentences else list(range(n))  # shared ref/src in one chunk
+        order = chunk_order(columns) if sentences else list(range(n))
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if target.type == "cuda" else torch.autocast("cpu", enabled=False)
         with torch.inference_mode(), autocast, tqdm(total=n, unit="seg", disable=not progress, desc="scoring") as bar:
             for start in range(0, n, CHUNK_ROWS):
@@ -231,6 +230,18 @@ class LearnedMetric(Metric):
         out = np.zeros(n)
         out[np.asarray(order)] = rows[first, 1]
         return out
+
+
+def chunk_order(columns: dict[str, list[str]]) -> list[int]:
+    """Rows grouped by their reference (else source), groups in order of first appearance, so rows
+    that share sentences land in the same chunk of ``CHUNK_ROWS`` and each sentence is embedded
+    once: a WMT table's systems of one segment, or one source's candidates in MBR reranking
+    (sorting the texts alphabetically would scatter a source's pseudo-references over chunks)."""
+    key = columns.get("ref") or columns.get("src")
+    first: dict[str, int] = {}
+    for i, text in enumerate(key):
+        first.setdefault(text, i)
+    return sorted(range(len(key)), key=lambda i: first[key[i]])
 
 
 def build_model(export):
