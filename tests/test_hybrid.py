@@ -102,3 +102,16 @@ def test_objective_levers_train(tiny_encoder, tmp_path, document_rows, write_csv
     assert moved[0] > 0 and moved[1] > 0 and moved[2:].sum() == 0  # one bias per source; unused rows untouched
     with pytest.raises(LightningMetricsError, match="model.loss must be one of"):
         BleurtRegressor(encoder=str(tiny_encoder), loss="l1")
+
+
+def test_hybrid_head_starts_from_a_head_pretrained_without_signals(tiny_encoder, tmp_path):
+    pre = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), source_features=False, targets=["score", "chrf"])
+    torch.save({"state_dict": pre.state_dict(), "hyper_parameters": {"targets": ["score", "chrf"]}}, tmp_path / "pre.ckpt")
+    tuned = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), source_features=False, signals=SIGNALS,
+                           signal_encoder=str(tiny_encoder), init_from=str(tmp_path / "pre.ckpt"))
+    first, old = tuned.head[0].weight, pre.head[0].weight
+    assert first.shape[1] == old.shape[1] + len(SIGNALS)
+    assert torch.equal(first[:, : old.shape[1]], old)  # the pre-trained columns carried over
+    assert torch.count_nonzero(first[:, old.shape[1]:]) > 0  # the signal columns keep the new head's initial values
+    assert torch.equal(tuned.head[-1].weight[0], pre.head[-1].weight[0])  # and the score row
+    assert torch.count_nonzero(tuned.signal_skip.weight) == 0

@@ -8,7 +8,7 @@ from scipy.special import ndtri
 
 from lightning_metrics.data.batching import SourceGroupSampler
 from lightning_metrics.data.modules import RatingsDataModule
-from lightning_metrics.data.sources import normalise_scores, row_weights
+from lightning_metrics.data.sources import normalise_scores, parallel_corpus, row_weights
 from lightning_metrics.export import _data_line
 from lightning_metrics.errors import LightningMetricsError
 
@@ -119,3 +119,14 @@ def test_source_group_sampler_keeps_a_source_together():
     sampler.set_epoch(1)
     assert list(sampler) != order and sorted(sampler) == list(range(200))
     assert list(SourceGroupSampler(groups, [0] * 200, 10, seed=3)) == list(SourceGroupSampler(groups, [0] * 200, 10, seed=3))
+
+
+def test_parallel_corpus_holds_each_pair_once(two_sources, tmp_path):
+    da, mqm = two_sources
+    extra = _table(tmp_path / "more.csv", [{"lp": "ja-en", "src": "s0-0", "mt": "x", "ref": "ref 0 0", "score": 0.0},   # a pair da has
+                                            {"lp": "fr-en", "src": "f", "mt": "y", "ref": "fref", "score": 0.0}])
+    corpus = parallel_corpus([str(da), {"path": str(mqm), "lps": ["zh-en"]}, {"path": str(extra), "exclude_lps": ["fr-en"]}])
+    expected = [(f"s{d}-{k}", f"ref {d} {k}") for d in range(10) for k in range(2)] + [(f"z{k}", f"zref {k}") for k in range(20)]
+    assert list(zip(corpus["src"], corpus["ref"])) == expected
+    with pytest.raises(LightningMetricsError, match="no rows left"):
+        parallel_corpus([{"path": str(mqm), "lps": ["de-en"]}])

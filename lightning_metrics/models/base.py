@@ -125,8 +125,9 @@ class MetricModel(pl.LightningModule):
 
         Weights whose names and shapes match are copied. The last layer of the head is copied
         row by row for the targets both models share, so a pre-trained multi-signal head hands
-        its ``score`` row to a fine-tuning head. Target statistics are not copied: fine-tuning
-        data brings its own. Reads with ``weights_only=True``: no pickled code runs.
+        its ``score`` row to a fine-tuning head; a hybrid head (``signals``) takes a head pre-trained
+        without them, its signal columns keeping their initial values. Target statistics are not
+        copied: fine-tuning data brings its own. Reads with ``weights_only=True``: no pickled code runs.
         """
         if not path:
             return
@@ -153,6 +154,11 @@ class MetricModel(pl.LightningModule):
                     if target in old_targets:
                         rows[j] = value[old_targets.index(target)]
                 copied[name] = rows
+            elif (name.startswith("head.") and value.dim() == 2 and own[name].shape[0] == value.shape[0]
+                  and own[name].shape[1] == value.shape[1] + self.n_signals):
+                columns = own[name].clone()  # a head pre-trained without signals: its columns, then the new signals' own
+                columns[:, : value.shape[1]] = value
+                copied[name] = columns
         if not any(k.startswith("encoder.") for k in copied):
             raise LightningMetricsError(f"init_from {path}: no encoder weights match this model's encoder")
         self.load_state_dict(copied, strict=False)
