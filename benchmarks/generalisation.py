@@ -12,7 +12,9 @@ Tests (in each, no row and no document of the test data is seen in training):
 For each test the recipe (a LightningCLI config) is trained once with that test's data removed
 from its sources (a language pair excluded, or a source dropped), in a subprocess of
 ``lightning-metrics fit``; its best dev checkpoint is exported, and the export scores the test.
-``--variants`` adds ablations (the recipe with one lever changed) on ``--ablation-test``.
+``--variants`` adds ablations (the recipe with one lever changed) on ``--ablation-test``;
+``synthetic pretraining`` first pre-trains the estimator on ``generate`` output of the distinct
+(src, ref) pairs of the training sources (lever 3, :func:`pretrain`), at the same step budget.
 The ``ensemble`` stage measures lever 5: ``export --ensemble`` of the recipe's export and BERTScore
 (equal weights, each standardised on 5,000 seeded DA training rows, the test's pair left out),
 scored on the test from the members' cached scores with the ensemble's own standardisation.
@@ -68,7 +70,9 @@ VARIANTS = {
     "DA only": {"sources": ["da"]},
     "source bias": {"model.init_args.source_bias": True},
     "source features": {"model.init_args.source_features": True},
+    "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
 }
+PRETRAIN_CONFIG = REPO / "configs/comet/pretrain_estimator.yaml"
 
 
 def timed(times: dict, key: str):
@@ -133,25 +137,79 @@ def derived_config(recipe: dict, test: str, variant: str, run_dir: Path, steps: 
     return config
 
 
+def digest_of(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def run_cli(args: list[str], log: Path, key: str, times: dict) -> None:
+    """``lightning-metrics ARGS`` in a subprocess, its output in ``log``, its wall time in ``times[key]``."""
+    print(f"{key}: {log}", flush=True)
+    with timed(times, key):
+        proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", *args], cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise SystemExit(f"{key} failed; see {log}")
+
+
 def fit(recipe: dict, test: str, variant: str, out: Path, times: dict, steps: int | None = None) -> Path:
     """Train (or reuse) the recipe for ``test``; returns its export folder."""
-    text = json.dumps(derived_config(recipe, test, variant, Path("RUN"), steps), sort_keys=True)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    run_dir = out / "models" / f"{test}-{variant.replace(' ', '_')}-{digest}"
+    run_dir = out / "models" / f"{test}-{variant.replace(' ', '_')}-{digest_of(derived_config(recipe, test, variant, Path('RUN'), steps))}"
     export = run_dir / "export"
     if is_exported(export):
         return export
+    config = derived_config(recipe, test, variant, run_dir, steps)
+    if config["model"]["init_args"].get("init_from") == "PRETRAINED":
+        config["model"]["init_args"]["init_from"] = str(pretrain(recipe, test, out, times, steps))
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path = run_dir / "config.yaml"
-    config_path.write_text(yaml.safe_dump(derived_config(recipe, test, variant, run_dir, steps), sort_keys=False), encoding="utf-8")
-    print(f"fit {test} / {variant}: {config_path}", flush=True)
-    with timed(times, f"fit {test} / {variant}"):
-        proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config_path)], cwd=REPO,
-                              stdout=(run_dir / "fit.log").open("w"), stderr=subprocess.STDOUT)
-    if proc.returncode != 0 or not is_exported(export):
-        raise SystemExit(f"fit failed for {test} / {variant}; see {run_dir / 'fit.log'}")
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    run_cli(["fit", "--config", str(config_path)], run_dir / "fit.log", f"fit {test} / {variant}", times)
+    if not is_exported(export):
+        raise SystemExit(f"fit failed for {test} / {variant}: no export; see {run_dir / 'fit.log'}")
     (run_dir / "seconds.txt").write_text(f"{times[f'fit {test} / {variant}']:.0f}\n")
     return export
+
+
+def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None = None) -> Path:
+    """Lever 3 for ``test``: ``generate`` (default data_gen recipe, 4 pairs per sentence) on the
+    distinct (src, ref) pairs of the recipe's sources with the test's data removed, then
+    ``configs/comet/pretrain_estimator.yaml`` with the recipe's encoder, feature layout, head,
+    batch, length, precision and step budget; returns its last checkpoint, the fine-tuning's
+    ``init_from`` (a hybrid recipe's signal columns start fresh, see ``initialise_from``)."""
+    from lightning_metrics.data.sources import parallel_corpus
+
+    sources = derived_config(recipe, test, "recipe", Path("RUN"))["data"]["init_args"]["train"]
+    config = yaml.safe_load(PRETRAIN_CONFIG.read_text(encoding="utf-8"))
+    model, ours = config["model"]["init_args"], recipe["model"]["init_args"]
+    for key in ("encoder", "source_features", "hidden_sizes", "dropout", "lr_encoder", "lr_head", "layerwise_decay", "warmup_ratio",
+                "nr_frozen_epochs", "keep_embeddings_frozen"):
+        if key in ours:
+            model[key] = ours[key]
+    config["data"]["init_args"].update({k: recipe["data"]["init_args"][k] for k in ("batch_size", "max_length", "num_workers")})
+    trainer = config["trainer"]
+    steps = steps or recipe["trainer"]["max_steps"]
+    trainer.update(max_steps=steps, max_epochs=None, val_check_interval=max(1, steps // 2), precision=recipe["trainer"].get("precision"),
+                   num_sanity_val_steps=0, callbacks=[{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                                                       "init_args": {"monitor": "val_kendall", "mode": "max", "save_top_k": 1, "save_last": True}}])
+    run_dir = out / "pretrain" / f"{test}-{digest_of({'sources': sources, 'config': config})}"
+    trainer["callbacks"][0]["init_args"]["dirpath"] = str(run_dir / "checkpoints")
+    last = run_dir / "checkpoints" / "last.ckpt"
+    if last.is_file():
+        return last
+    run_dir.mkdir(parents=True, exist_ok=True)
+    synthetic = run_dir / "synthetic"
+    if not any(synthetic.glob("*.json")):
+        corpus = parallel_corpus(sources, on_invalid="skip")
+        import pandas as pd
+
+        pd.DataFrame(corpus).to_csv(run_dir / "parallel.csv", index=False)
+        run_cli(["generate", "--corpus", str(run_dir / "parallel.csv"), "--out", str(synthetic), "--pairs-per-sentence", "4", "--seed", "0"],
+                run_dir / "generate.log", f"generate {test}", times)
+    config["data"]["init_args"]["data"] = str(synthetic)
+    trainer.update(default_root_dir=str(run_dir), logger=[{"class_path": "pytorch_lightning.loggers.CSVLogger",
+                                                           "init_args": {"save_dir": str(run_dir), "name": "logs"}}])
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    run_cli(["fit", "--config", str(run_dir / "config.yaml")], run_dir / "fit.log", f"pretrain {test}", times)
+    return last
 
 
 def cached_scores(name: str, rows: dict, cache: Path, metric: str, options: dict | None = None) -> np.ndarray:
