@@ -195,3 +195,16 @@ def test_bad_config_fails_before_training(tiny_encoder, ratings, tmp_path, capsy
     captured = capsys.readouterr()
     assert message in captured.err + captured.out
     assert not (tmp_path / "ckpt" / "last.ckpt").exists()
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_warned_about():
+    import warnings
+
+    from lightning_metrics.training import _warn_slow_cpu_bf16
+
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _warn_slow_cpu_bf16({"precision": "bf16-mixed", "accelerator": "cpu"})
+        _warn_slow_cpu_bf16({"precision": "32-true", "accelerator": "cpu"})
+    assert len([w for w in caught if "without native bf16" in str(w.message)]) == (0 if native else 1)
