@@ -209,6 +209,8 @@ def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None 
                                                            "init_args": {"save_dir": str(run_dir), "name": "logs"}}])
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     run_cli(["fit", "--config", str(run_dir / "config.yaml")], run_dir / "fit.log", f"pretrain {test}", times)
+    if not last.is_file():
+        raise SystemExit(f"pretrain {test} wrote no {last}; see {run_dir / 'fit.log'}")
     return last
 
 
