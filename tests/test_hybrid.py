@@ -115,3 +115,21 @@ def test_hybrid_head_starts_from_a_head_pretrained_without_signals(tiny_encoder,
     assert torch.count_nonzero(first[:, old.shape[1]:]) > 0  # the signal columns keep the new head's initial values
     assert torch.equal(tuned.head[-1].weight[0], pre.head[-1].weight[0])  # and the score row
     assert torch.count_nonzero(tuned.signal_skip.weight) == 0
+
+
+def test_start_from_a_signal_scores_as_that_baseline_until_it_learns(tiny_encoder, data, tmp_path):
+    kwargs = {"signals": SIGNALS, "signal_encoder": str(tiny_encoder)}
+    model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), source_features=False, start_from="bertscore_f", lr_head=1e-2, **kwargs)
+    model.signal_mean.copy_(torch.tensor([50.0, 30.0, 0.8]))
+    model.signal_std.copy_(torch.tensor([10.0, 20.0, 0.1]))
+    signals = torch.tensor([[40.0, 10.0, 0.9], [70.0, 5.0, 0.6], [55.0, 60.0, 0.75]])
+    model.eval()
+    out = model.head_output(torch.randn(3, 4 * 32), {"signals": signals})
+    assert out[:, 0].tolist() == pytest.approx([1.0, -2.0, -0.5], abs=1e-6)  # (0.9 - 0.8) / 0.1, ...: BERTScore F standardised
+    pl.seed_everything(0)
+    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, cache_dir=str(tmp_path / "cache"), **kwargs)
+    model.train()
+    _fit(model, dm)
+    assert torch.count_nonzero(model.head[-1].weight) > 0  # the head learns its correction
+    with pytest.raises(LightningMetricsError, match="start_from 'rouge1' must be one of the model's signals"):
+        CometEstimator(encoder=str(tiny_encoder), start_from="rouge1", **kwargs)

@@ -76,13 +76,15 @@ class MetricModel(pl.LightningModule):
         signal_encoder: str = "default",
         signal_layer: Optional[int] = None,
         signal_skip: bool = True,
+        start_from: Optional[str] = None,
     ):
         """Encoder, targets, optimisation and freezing as the module docstring describes; the objective
         (``loss``: mse or huber, ``clip_targets`` in standard deviations, ``pairwise_weight`` and
         ``pairwise_margin`` of the ranking term, see :mod:`~lightning_metrics.models.losses`); a
         ``source_bias`` per rating source (scoring uses the first source's); and ``signals``, the
         hybrid inputs (:mod:`lightning_metrics.signals`) fed to the head beside the embeddings,
-        standardised, with a linear ``signal_skip`` from them to the output."""
+        standardised, with a linear ``signal_skip`` from them to the output; ``start_from`` (one of
+        ``signals``) starts the model as that baseline: its skip weight 1, the head's last layer zero."""
         super().__init__()
         if loss not in LOSSES:
             raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
@@ -113,12 +115,26 @@ class MetricModel(pl.LightningModule):
             if self.signal_skip is not None:
                 torch.nn.init.zeros_(self.signal_skip.weight)
                 torch.nn.init.zeros_(self.signal_skip.bias)
+        if start_from is not None and (start_from not in (signals or ()) or not signal_skip):
+            raise LightningMetricsError(f"model.start_from {start_from!r} must be one of the model's signals {list(signals or [])}, "
+                                        "with signal_skip true")
         self.source_bias = torch.nn.Parameter(torch.zeros(MAX_SOURCES, max(1, len(self.targets)))) if source_bias else None
         self._outputs: list[torch.Tensor] = []
         if keep_embeddings_frozen:
             for name, p in self.encoder.named_parameters():
                 if name.startswith("embeddings"):
                     p.requires_grad_(False)
+
+    def init_head(self) -> None:
+        """Called once a subclass has built ``self.head``: ``start_from`` (the output starts as that
+        standardised signal, so at step 0 the metric ranks rows as its baseline does), then ``init_from``."""
+        if self.hparams.get("start_from"):
+            last = [m for m in self.head.modules() if isinstance(m, torch.nn.Linear)][-1]
+            torch.nn.init.zeros_(last.weight)
+            torch.nn.init.zeros_(last.bias)
+            with torch.no_grad():
+                self.signal_skip.weight[0, list(self.hparams.signals).index(self.hparams.start_from)] = 1.0
+        self.initialise_from(self.hparams.init_from)
 
     def initialise_from(self, path: Optional[str]) -> None:
         """Start from a Lightning checkpoint of any metric model, or an exported metric folder (``init_from``).

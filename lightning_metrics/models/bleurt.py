@@ -21,7 +21,7 @@ class BleurtRegressor(MetricModel):
         """Arguments as :class:`MetricModel` (encoder, targets, learning rates, freezing, head sizes, ...)."""
         super().__init__(**kwargs)
         self.head = FeedForward(self.head_width(self.hidden_size), self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
-        self.initialise_from(self.hparams.init_from)
+        self.init_head()
 
     def forward(self, batch: dict) -> torch.Tensor:
         """Standardised predictions [B, n_targets] for a tokenised (ref, mt) batch."""

@@ -67,7 +67,7 @@ class CometEstimator(SentenceEmbeddingModel):
         super().__init__(**kwargs)
         width = self.head_width((6 if source_features else 4) * self.hidden_size)
         self.head = FeedForward(width, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
-        self.initialise_from(self.hparams.init_from)
+        self.init_head()
 
     @staticmethod
     def features(src: torch.Tensor | None, mt: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
@@ -91,7 +91,7 @@ class CometReferenceless(SentenceEmbeddingModel):
         """Arguments as :class:`MetricModel`; ``hidden_sizes`` are the head's hidden layers."""
         super().__init__(**kwargs)
         self.head = FeedForward(self.head_width(4 * self.hidden_size), self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
-        self.initialise_from(self.hparams.init_from)
+        self.init_head()
 
     @staticmethod
     def features(src: torch.Tensor, mt: torch.Tensor) -> torch.Tensor:
