@@ -71,6 +71,9 @@ VARIANTS = {
     "source bias": {"model.init_args.source_bias": True},
     "source features": {"model.init_args.source_features": True},
     "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
+    "frozen encoder": {"model.init_args.nr_frozen_epochs": 1000.0},  # only the head learns
+    "start from BERTScore": {"model.init_args.start_from": "bertscore_f"},  # the model starts as its strongest baseline
+    "ROUGE signals": {"model.init_args.signals": ["chrf", "bleu", "rouge1", "rouge2", "rougeL", "bertscore_p", "bertscore_r", "bertscore_f"]},
 }
 PRETRAIN_CONFIG = REPO / "configs/comet/pretrain_estimator.yaml"
 
