@@ -84,7 +84,7 @@ class MetricModel(pl.LightningModule):
         ``source_bias`` per rating source (scoring uses the first source's); and ``signals``, the
         hybrid inputs (:mod:`lightning_metrics.signals`) fed to the head beside the embeddings,
         standardised, with a linear ``signal_skip`` from them to the output; ``start_from`` (one of
-        ``signals``) starts the model as that baseline: its skip weight 1, the head's last layer zero."""
+        ``signals``) starts the model as that baseline: its skip weight to the first target 1, the head's last layer zero."""
         super().__init__()
         if loss not in LOSSES:
             raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
@@ -127,7 +127,8 @@ class MetricModel(pl.LightningModule):
 
     def init_head(self) -> None:
         """Called once a subclass has built ``self.head``: ``start_from`` (the output starts as that
-        standardised signal, so at step 0 the metric ranks rows as its baseline does), then ``init_from``."""
+        standardised signal for the first target, the others 0, so at step 0 the metric ranks rows as its
+        baseline does), then ``init_from``, whose matching weights replace these."""
         if self.hparams.get("start_from"):
             last = [m for m in self.head.modules() if isinstance(m, torch.nn.Linear)][-1]
             torch.nn.init.zeros_(last.weight)
