@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from lightning_metrics.inference import length_batches
+
 
 class RowsDataset(Dataset):
     """Rows of a column dict; item ``i`` is ``{column: value}`` plus its ``index``."""
@@ -141,28 +143,35 @@ class SentencesCollate:
     unique sentences are sorted by token length and padded in groups of ``len(rows)``, so a long
     source does not pad every short output. The batch holds ``inputs`` (a list of padded groups,
     in sorted order) and ``positions[field]``: per row, the index of its sentence in the
-    concatenation of the groups.
+    concatenation of the groups. With ``group_tokens`` (on a GPU, where each encoder call costs
+    launches rather than arithmetic) groups are cut by padded tokens instead: usually one per batch.
     """
 
-    def __init__(self, tokenizer, max_length: int, fields: Sequence[str], targets: Sequence[str], lp_ids: dict, system_ids: dict):
+    def __init__(self, tokenizer, max_length: int, fields: Sequence[str], targets: Sequence[str], lp_ids: dict, system_ids: dict,
+                 group_tokens: int | None = None):
         self.tokenizer, self.max_length, self.fields = tokenizer, max_length, list(fields)
-        self.targets, self.lp_ids, self.system_ids = list(targets), lp_ids, system_ids
+        self.targets, self.lp_ids, self.system_ids, self.group_tokens = list(targets), lp_ids, system_ids, group_tokens
 
     def __call__(self, rows: list[dict]) -> dict:
-        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {f: [r[f] for r in rows] for f in self.fields}, len(rows))
+        columns = {f: [r[f] for r in rows] for f in self.fields}
+        size = len(rows) * len(self.fields) if self.group_tokens else len(rows)  # a token budget: as few groups as fit it
+        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, columns, size, self.group_tokens)
         return {"inputs": groups, "positions": positions, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
 
 
-def unique_sentence_groups(tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int) -> tuple[list[dict], dict]:
+def unique_sentence_groups(tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int,
+                           group_tokens: int | None = None) -> tuple[list[dict], dict]:
     """The distinct sentences of ``columns``, tokenised once, sorted by token count and padded in
-    groups of ``group_size``; and per field, each row's index into the concatenated groups."""
+    groups of at most ``group_size`` sentences and ``group_tokens`` padded tokens; and per field,
+    each row's index into the concatenated groups."""
     unique: dict[str, int] = {}
     positions = {f: [unique.setdefault(t, len(unique)) for t in texts] for f, texts in columns.items()}
     ids = tokenizer(list(unique), truncation=True, max_length=max_length)["input_ids"]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # token counts: scripts differ in characters per token
+    # token counts, not characters: scripts differ in characters per token
+    batches = length_batches([len(x) for x in ids], group_size, group_tokens)
     rank = np.empty(len(ids), dtype=np.int64)
-    rank[order] = np.arange(len(ids))
-    groups = [pad_sequences(tokenizer, [ids[i] for i in order[start : start + group_size]]) for start in range(0, len(order), group_size)]
+    rank[np.concatenate(batches) if batches else []] = np.arange(len(ids))
+    groups = [pad_sequences(tokenizer, [ids[i] for i in batch]) for batch in batches]
     return groups, {f: torch.from_numpy(rank[p]) for f, p in positions.items()}
 
 

@@ -34,21 +34,28 @@ def load_metric(name_or_path: str, **options) -> Metric:
     ``bertscore_p``, ``bertscore_r``. ``options`` go to a built-in metric (BLEU: ``tokenize``,
     ``smooth_method``, ``lowercase``; chrF: ``word_order``, ``lowercase``; BERTScore: ``model``,
     ``layer``, ``idf``, ``baseline``, ``precision``). A folder written by ``lightning-metrics export``
-    is verified against its manifest and loads with no network; its one option is ``max_length``
+    is verified against its manifest and loads with no network; its options are ``max_length``
     (tokens per sequence; default 512 or the encoder's limit when smaller; longer rows are
-    truncated with a warning that counts them). ``max_length=None`` is ignored by built-ins.
+    truncated with a warning that counts them) and ``precision`` (``fp32``, ``bf16`` or ``auto``:
+    bf16 on CUDA, fp32 elsewhere; the signature names the one used). ``max_length=None`` is ignored
+    by built-ins, and so is ``precision=None``.
     """
     text = str(name_or_path)
     max_length = options.pop("max_length", None)
     if is_exported(text):
+        precision = options.pop("precision", None) or "auto"
         if options:
-            raise LightningMetricsError(f"{text}: an exported metric takes no options but max_length (got {sorted(options)})")
+            raise LightningMetricsError(f"{text}: an exported metric takes no options but max_length and precision (got {sorted(options)})")
         from lightning_metrics.metrics.ensemble import FAMILY, Ensemble
         from lightning_metrics.metrics.learned import LearnedMetric
 
         export = read_export(text)
-        return Ensemble.from_export(export, max_length) if export.family == FAMILY else LearnedMetric(text, export, max_length)
+        if export.family == FAMILY:
+            return Ensemble.from_export(export, max_length, precision)
+        return LearnedMetric(text, export, max_length, precision)
     if is_builtin(text):
+        if options.get("precision", 0) is None:
+            options.pop("precision")
         return builtin(text, **options)
     if Path(text).exists():
         read_export(text)  # raises the precise reason (not a folder, no metadata, ...)
@@ -71,20 +78,21 @@ def check_names(names: Sequence[str]) -> None:
 
 
 def score_many(names: Sequence[str], mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None,
-               num_proc: int = 1, bertscore: dict | None = None, batch_size: int = 64, device: str = "auto",
-               progress: bool | None = None, max_length: int | None = None) -> dict[str, list[float]]:
+               num_proc: int = 1, bertscore: dict | None = None, batch_size: int | None = None, device: str = "auto",
+               progress: bool | None = None, max_length: int | None = None, precision: str | None = None) -> dict[str, list[float]]:
     """Segment scores per metric name (built-in or folder), keys as given.
 
     Built-in families (ROUGE-1/2/L, BERTScore P/R/F) are computed once. ``num_proc`` processes
     share the lexical metrics; ``bertscore`` holds BERTScore's settings; ``max_length`` goes to
-    exported metrics.
+    exported metrics, and ``precision`` (fp32, bf16, auto) to them and to BERTScore.
     """
     check_names(names)
     device = resolve_device(device)
     builtins = [n for n in names if is_builtin(n) and not is_exported(n)]
-    out = builtin_scores(builtins, mt, ref, num_proc=num_proc, bertscore={"batch_size": batch_size, **(bertscore or {})},
+    bertscore = {"batch_size": batch_size, **({"precision": precision} if precision else {}), **(bertscore or {})}
+    out = builtin_scores(builtins, mt, ref, num_proc=num_proc, bertscore=bertscore,
                          device=device, progress=progress) if builtins else {}
     for name in names:
         if name not in out:
-            out[name] = load_metric(name, max_length=max_length).score(mt=mt, ref=ref, src=src, batch_size=batch_size, device=device, progress=progress).scores
+            out[name] = load_metric(name, max_length=max_length, precision=precision).score(mt=mt, ref=ref, src=src, batch_size=batch_size, device=device, progress=progress).scores
     return {n: out[n] for n in names}

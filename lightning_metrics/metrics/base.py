@@ -101,7 +101,7 @@ class Metric(ABC):
         """The settings that made the numbers."""
 
     @abstractmethod
-    def segment_scores(self, columns: dict[str, list[str]], batch_size: int = 64, device: str = "cpu", devices: int = 1,
+    def segment_scores(self, columns: dict[str, list[str]], batch_size: int | None = None, device: str = "cpu", devices: int = 1,
                        progress: bool | None = None) -> list[float]:
         """One score per row of ``columns`` (the fields of :attr:`inputs`, equal lengths)."""
 
@@ -114,13 +114,14 @@ class Metric(ABC):
         the mean unless overridden (BLEU and chrF resample their corpus statistics)."""
         return np.asarray(scores, dtype=np.float64)[resamples].mean(axis=1)
 
-    def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None, batch_size: int = 64,
+    def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None, batch_size: int | None = None,
               device: str = "auto", devices: int = 1, progress: bool | None = None, mc_dropout: int = 0, seed: int = 0,
               multi_ref: str = "max") -> ScoreResult:
         """Score candidates ``mt`` (against ``ref``, given ``src`` where the metric reads them).
 
         ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...; ``devices > 1``
-        scores learned metrics with Lightning's DDP. ``progress``: a progress bar (None: on for long inputs).
+        scores learned metrics with Lightning's DDP. ``batch_size``: rows per encoder batch (default 64 on
+        the CPU; on CUDA, batches fill a token budget, see :mod:`lightning_metrics.inference`). ``progress``: a progress bar (None: on for long inputs).
         ``mc_dropout=N`` (learned metrics): N passes with dropout on, seeded by ``seed``; the
         scores are the per-segment means and ``extra["std"]`` their standard deviations (N times the cost).
         ``ref`` may hold a list of references per row: built-in metrics use them as their packages
@@ -131,15 +132,16 @@ class Metric(ABC):
         options = dict(batch_size=batch_size, device=device, devices=devices, progress=progress, mc_dropout=mc_dropout, seed=seed)
         if nrefs > 1 and not self.native_multi_ref:
             return self._score_each_reference(columns, nrefs, multi_ref, options)
-        signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
         if mc_dropout:
             if mc_dropout < 2:
                 raise LightningMetricsError(f"mc_dropout needs at least 2 passes, got {mc_dropout}")
             passes = np.asarray(self.stochastic_scores(columns, mc_dropout, seed, batch_size, resolve_device(device), devices, progress))
             mean, std = passes.mean(axis=0), passes.std(axis=0)
+            signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature  # after scoring: it names the precision used
             return ScoreResult(scores=mean.tolist(), system_score=self.system_score(mean.tolist(), columns),
                                signature=str(signature.replace(mc_dropout=mc_dropout, seed=seed)), extra={"std": std.tolist()})
         scores = [float(s) for s in self.segment_scores(columns, batch_size, resolve_device(device), devices, progress)]
+        signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
         return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature))
 
     def _score_each_reference(self, columns: dict, nrefs: int, multi_ref: str, options: dict) -> ScoreResult:
@@ -164,7 +166,7 @@ class Metric(ABC):
         return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature),
                            extra={"std": spread} if std is not None else {})
 
-    def stochastic_scores(self, columns: dict[str, list[str]], passes: int, seed: int, batch_size: int = 64, device: str = "cpu",
+    def stochastic_scores(self, columns: dict[str, list[str]], passes: int, seed: int, batch_size: int | None = None, device: str = "cpu",
                           devices: int = 1, progress: bool | None = None) -> np.ndarray:
         """``[passes, rows]`` scores with dropout on (MC dropout); only learned metrics have dropout."""
         raise LightningMetricsError(f"{self.name} has no dropout: --mc-dropout needs a learned metric (an exported folder)")

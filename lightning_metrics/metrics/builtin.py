@@ -35,11 +35,11 @@ class BuiltinMetric(Metric):
     def _settings(self) -> dict:
         return {}
 
-    def compute_family(self, mt: list[str], ref: list[str], batch_size: int = 64, device: str = "cpu",
+    def compute_family(self, mt: list[str], ref: list[str], batch_size: int | None = None, device: str = "cpu",
                        progress: bool | None = None) -> dict[str, list[float]]:
         raise NotImplementedError
 
-    def segment_scores(self, columns, batch_size=64, device="cpu", devices=1, progress=None) -> list[float]:
+    def segment_scores(self, columns, batch_size=None, device="cpu", devices=1, progress=None) -> list[float]:
         return self.compute_family(columns["mt"], columns["ref"], batch_size, device, progress)[self.name]
 
 
@@ -61,7 +61,7 @@ class BLEU(BuiltinMetric):
         return Signature.of("bleu", nrefs=1, case="lc" if self.lowercase else "mixed", tok=self.tokenize, smooth=self.smooth_method,
                             segments="sentence_bleu", system="corpus_bleu", sacrebleu=sacrebleu.__version__)
 
-    def compute_family(self, mt, ref, batch_size=64, device="cpu", progress=None):
+    def compute_family(self, mt, ref, batch_size=None, device="cpu", progress=None):
         return {"bleu": lexical.sentence_bleu(mt, ref, num_proc=self.num_proc, **self._settings())}
 
     def system_score(self, scores, columns) -> float:
@@ -89,7 +89,7 @@ class CHRF(BuiltinMetric):
         return Signature.of("chrf", nrefs=1, case="lc" if self.lowercase else "mixed", nc=6, nw=self.word_order, space="no",
                             segments="sentence_chrf", system="corpus_chrf", sacrebleu=sacrebleu.__version__)
 
-    def compute_family(self, mt, ref, batch_size=64, device="cpu", progress=None):
+    def compute_family(self, mt, ref, batch_size=None, device="cpu", progress=None):
         return {"chrf": lexical.sentence_chrf(mt, ref, num_proc=self.num_proc, **self._settings())}
 
     def system_score(self, scores, columns) -> float:
@@ -120,7 +120,7 @@ class ROUGE(BuiltinMetric):
     def signature(self) -> Signature:
         return Signature.of(self.name, nrefs=1, stemmer=self.use_stemmer, score="fmeasure", system="mean")
 
-    def compute_family(self, mt, ref, batch_size=64, device="cpu", progress=None):
+    def compute_family(self, mt, ref, batch_size=None, device="cpu", progress=None):
         scores = lexical.sentence_rouge(mt, ref, use_stemmer=self.use_stemmer, num_proc=self.num_proc)
         return {t: scores[t]["fmeasure"] for t in lexical.ROUGE_TYPES}
 
@@ -142,7 +142,7 @@ class BERTScore(BuiltinMetric):
     def _settings(self) -> dict:
         return {"model": self.model, "layer": self.layer, "idf": self.idf, "baseline": str(self.baseline), "precision": self.precision}
 
-    def scorer(self, device: str = "cpu", batch_size: int = 64, progress: bool | None = None):
+    def scorer(self, device: str = "cpu", batch_size: int | None = None, progress: bool | None = None):
         """The BERTScorer for ``device``, built once and kept."""
         import torch
 
@@ -158,7 +158,7 @@ class BERTScore(BuiltinMetric):
         settings = (self._scorer or self.scorer("cpu")).settings
         return Signature.of(self.name, nrefs=1, **settings, system="mean")
 
-    def compute_family(self, mt, ref, batch_size=64, device="cpu", progress=None):
+    def compute_family(self, mt, ref, batch_size=None, device="cpu", progress=None):
         """With several references per segment, P, R and F each take the best reference, as bert-score does."""
         if all(isinstance(r, str) for r in ref):
             return self.scorer(device, batch_size, progress).score(mt, ref).as_dict()
@@ -220,6 +220,6 @@ def builtin_scores(names: Sequence[str], mt: Sequence[str], ref: Sequence[str], 
     for name, metric in metrics.items():
         if metric.family_key not in computed:
             metric.columns(mt, ref)  # the same checks as score()
-            computed[metric.family_key] = metric.compute_family(mt, ref, (bertscore or {}).get("batch_size") or 64, device, progress)
+            computed[metric.family_key] = metric.compute_family(mt, ref, (bertscore or {}).get("batch_size"), device, progress)
         out[name] = list(computed[metric.family_key][metric.name])
     return out

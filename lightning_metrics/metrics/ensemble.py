@@ -39,13 +39,13 @@ class Ensemble(Metric):
         _share_embeddings([m for _, m, _ in self.members])
 
     @classmethod
-    def from_export(cls, export: Export, max_length: int | None = None) -> "Ensemble":
+    def from_export(cls, export: Export, max_length: int | None = None, precision: str | None = "auto") -> "Ensemble":
         from lightning_metrics.metrics import load_metric
 
         members = []
         for spec in export.meta.get("members", []):
             if spec.get("kind") == "export":
-                members.append((spec["label"], load_metric(str(export.file(spec["path"])), max_length=max_length), spec))
+                members.append((spec["label"], load_metric(str(export.file(spec["path"])), max_length=max_length, precision=precision), spec))
             else:
                 members.append((spec["label"], builtin(spec["name"], **spec.get("options", {})), spec))
         return cls(export.path.name, members, export.meta["stats"], export.meta["weights"], export.short_hash)
@@ -55,7 +55,7 @@ class Ensemble(Metric):
         labels = "+".join(label for label, _, _ in self.members)
         return Signature.of(self.name, hash=self.short_hash, family=FAMILY, members=labels, system="mean")
 
-    def member_scores(self, columns: dict[str, list[str]], batch_size: int = 64, device: str = "cpu", devices: int = 1,
+    def member_scores(self, columns: dict[str, list[str]], batch_size: int | None = None, device: str = "cpu", devices: int = 1,
                       progress: bool | None = None) -> dict[str, np.ndarray]:
         """Each member's raw segment scores, built-in families computed once."""
         out: dict[str, np.ndarray] = {}
@@ -73,7 +73,7 @@ class Ensemble(Metric):
         """``[n_members, n]`` member scores, each standardised with its stored statistics."""
         return np.stack([(raw[label] - s["mean"]) / s["std"] for (label, _, _), s in zip(self.members, self.stats)])
 
-    def segment_scores(self, columns, batch_size=64, device="cpu", devices=1, progress=None) -> list[float]:
+    def segment_scores(self, columns, batch_size=None, device="cpu", devices=1, progress=None) -> list[float]:
         z = self.standardised(self.member_scores(columns, batch_size, device, devices, progress))
         return (self.weights @ z).tolist()
 

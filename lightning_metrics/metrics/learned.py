@@ -25,6 +25,7 @@ from pytorch_lightning.callbacks import BasePredictionWriter
 
 from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.inference import batch_limits, check_precision, dtype_of, length_batches, resolve_precision, to_device
 from lightning_metrics.metrics.base import Metric, Signature
 
 MAX_LENGTH = 512  # default tokens per sequence (the encoder's limit when smaller), as COMET
@@ -36,8 +37,11 @@ PROGRESS_FROM = 2000  # rows from which progress=None shows a bar
 class LearnedMetric(Metric):
     """A folder written by ``lightning-metrics export``, verified against its manifest; never unpickles."""
 
-    def __init__(self, path: str | Path, export=None, max_length: int | None = None):
+    def __init__(self, path: str | Path, export=None, max_length: int | None = None, precision: str | None = "auto"):
+        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 on CUDA, else fp32), see :mod:`lightning_metrics.inference`."""
         self.path = Path(path)
+        self.precision = check_precision(precision)
+        self.runs_in = "fp32"  # the precision the weights are in now (the last scoring's)
         self.export = export if export is not None else read_export(self.path)
         self.name = self.path.name
         self.model = build_model(self.export)
@@ -57,9 +61,10 @@ class LearnedMetric(Metric):
 
     @property
     def signature(self) -> Signature:
-        return Signature.of(self.name, hash=self.export.short_hash, family=self.export.family, system="mean")
+        precision = self.precision if self.precision != "auto" else self.runs_in
+        return Signature.of(self.name, hash=self.export.short_hash, family=self.export.family, system="mean", precision=precision)
 
-    def segment_scores(self, columns, batch_size=64, device="cpu", devices=1, progress=None) -> list[float]:
+    def segment_scores(self, columns, batch_size=None, device="cpu", devices=1, progress=None) -> list[float]:
         show = progress if progress is not None else len(columns["mt"]) >= PROGRESS_FROM
         self.truncated = self.count_truncated(columns)
         if self.truncated:
@@ -70,7 +75,7 @@ class LearnedMetric(Metric):
             return self._score_distributed(columns, batch_size, device, devices, show, signals).tolist()
         return self._score_local(columns, batch_size, device, show, signals).tolist()
 
-    def stochastic_scores(self, columns, passes, seed, batch_size=64, device="cpu", devices=1, progress=None) -> np.ndarray:
+    def stochastic_scores(self, columns, passes, seed, batch_size=None, device="cpu", devices=1, progress=None) -> np.ndarray:
         """MC dropout: ``passes`` scorings with every dropout of the model on (``torch`` seeded per pass),
         each sentence embedded afresh in each pass."""
         if devices > 1:
@@ -110,81 +115,94 @@ class LearnedMetric(Metric):
         return compute_signals(spec, columns["mt"], columns["ref"], num_proc=default_num_proc(), device=device, progress=progress)
 
     # -- one process -------------------------------------------------------------------------
-    def _score_local(self, columns: dict[str, list[str]], batch_size: int, device: str, progress: bool, signals: np.ndarray | None) -> np.ndarray:
+    def prepare(self, device: str) -> torch.device:
+        """The model on ``device`` with its encoder in this metric's precision there (fp32 weights are
+        reloaded from the export when an earlier call ran in bf16)."""
+        target = torch.device(device)
+        precision = resolve_precision(self.precision, target)
+        if precision != self.runs_in:
+            if precision == "fp32":
+                self.model.load_state_dict(self.export.load_weights(), strict=False)
+            self.model.encoder.to(dtype_of(precision))  # the layer mix and the head stay fp32
+            self.runs_in = precision
+        self.model.to(target)
+        return target
+
+    def _score_local(self, columns: dict[str, list[str]], batch_size: int | None, device: str, progress: bool, signals: np.ndarray | None) -> np.ndarray:
         from tqdm.auto import tqdm
 
-        target = torch.device(device)
-        self.model.to(target)
+        target = self.prepare(device)
+        limits = batch_limits(target, batch_size)
         n = len(columns["mt"])
         out = np.zeros(n)
         sentences = self.model.input_format == "sentences"
         order = chunk_order(columns) if sentences else list(range(n))
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if target.type == "cuda" else torch.autocast("cpu", enabled=False)
-        with torch.inference_mode(), autocast, tqdm(total=n, unit="seg", disable=not progress, desc="scoring") as bar:
+        with torch.inference_mode(), tqdm(total=n, unit="seg", disable=not progress, desc="scoring") as bar:
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
                 rows = {k: [v[i] for i in chunk] for k, v in columns.items()}
                 extra = None if signals is None else torch.tensor(signals[chunk], dtype=torch.float32)
                 if sentences:
-                    scores = self._chunk_sentences(rows, batch_size, target, bar, extra)
+                    scores = self._chunk_sentences(rows, limits, target, bar, extra)
                 else:
-                    scores = self._chunk_cross(rows, batch_size, target, bar, extra)
+                    scores = self._chunk_cross(rows, limits, target, bar, extra)
                 out[chunk] = scores
         return out
 
-    def _chunk_cross(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
+    def _chunk_cross(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
         from lightning_metrics.data.batching import pad_sequences
 
         enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
         ids, types = enc["input_ids"], enc.get("token_type_ids")
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.zeros(len(ids))
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+        parts, batches = [], length_batches([len(x) for x in ids], *limits)
+        for idx in batches:
             inputs = pad_sequences(self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx])
-            batch = {"inputs": {k: v.to(target) for k, v in inputs.items()}}
+            batch = {"inputs": to_device(inputs, target)}
             if signals is not None:
                 batch["signals"] = signals[idx].to(target)
-            out[idx] = self.model.predict_scores(batch).float().cpu().numpy()
+            parts.append(self.model.predict_scores(batch).float())
             bar.update(len(idx))
+        out = np.zeros(len(ids))
+        out[np.concatenate(batches)] = torch.cat(parts).cpu().numpy()  # one copy back
         return out
 
-    def _chunk_sentences(self, rows: dict[str, list[str]], batch_size: int, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
+    def _chunk_sentences(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
         n_rows = len(rows["mt"])
         unique = list(dict.fromkeys(t for texts in rows.values() for t in texts))
-        cache = self.shared_embeddings if self.shared_embeddings is not None else {}
-        missing = [t for t in unique if t not in cache]
-        done = 0
-        if missing:
-            for texts, vectors in self._embed(missing, batch_size, target):
-                cache.update(zip(texts, vectors))
-                bar.update(n_rows * (done + len(texts)) // len(missing) - n_rows * done // len(missing))  # rows, in proportion
-                done += len(texts)
-        else:
+        cache = self.shared_embeddings
+        missing = unique if cache is None else [t for t in unique if t not in cache]
+        start = bar.n
+        tick = lambda done: bar.update(start + n_rows * done // len(missing) - bar.n)  # noqa: E731 (rows, in proportion)
+        vectors = self._embed(missing, limits, target, tick) if missing else None
+        if not missing:
             bar.update(n_rows)
+        if cache is not None:
+            if missing:
+                cache.update(zip(missing, vectors))
+            vectors = torch.stack([cache[t] for t in unique])
         index = {t: i for i, t in enumerate(unique)}
-        vectors = torch.stack([cache[t] for t in unique])
-        positions = {f: torch.tensor([index[t] for t in texts]) for f, texts in rows.items()}
+        positions = {f: torch.tensor([index[t] for t in texts], device=vectors.device) for f, texts in rows.items()}
         out = []
-        for start in range(0, n_rows, 4096):  # the head is cheap: large row batches
-            part = {f: vectors[p[start : start + 4096]].to(target) for f, p in positions.items()}
+        for first in range(0, n_rows, 4096):  # the head is cheap: large row batches
+            part = {f: vectors[p[first : first + 4096]].to(target) for f, p in positions.items()}
             if signals is not None:
-                part["signals"] = signals[start : start + 4096].to(target)
-            out.append(self.model.scores_from_embeddings(part).float().cpu())
-        return torch.cat(out).numpy()
+                part["signals"] = signals[first : first + 4096].to(target)
+            out.append(self.model.scores_from_embeddings(part).float())
+        return torch.cat(out).cpu().numpy()
 
-    def _embed(self, sentences: list[str], batch_size: int, target: torch.device):
-        """``(sentences, vectors)`` per length-sorted group of distinct ``sentences`` (vectors on the CPU)."""
+    def _embed(self, sentences: list[str], limits: tuple, target: torch.device, tick=None) -> torch.Tensor:
+        """fp32 vectors ``[len(sentences), H]`` on ``target`` of distinct ``sentences``, embedded in
+        length-sorted batches; ``tick(sentences_done)`` after each batch."""
         from lightning_metrics.data.batching import unique_sentence_groups
 
-        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {"s": sentences}, batch_size)
-        order = np.argsort(positions["s"].numpy(), kind="stable")  # group order -> input order
-        start = 0
+        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {"s": sentences}, *limits)
+        parts, done = [], 0
         for group in groups:
-            size = len(group["input_ids"])
-            vectors = self.model.embed({k: v.to(target) for k, v in group.items()}).float().cpu()
-            yield [sentences[i] for i in order[start : start + size]], list(vectors)
-            start += size
+            parts.append(self.model.embed(to_device(group, target)).float())
+            done += len(group["input_ids"])
+            if tick is not None:
+                tick(done)
+        return torch.cat(parts)[positions["s"].to(target)]
 
     def encoder_key(self) -> str:
         """A hash of the encoder and layer-mix weights: members with equal keys embed sentences alike."""
@@ -218,11 +236,12 @@ class LearnedMetric(Metric):
         gpu = device.startswith("cuda")
         with tempfile.TemporaryDirectory(prefix="lm-score-") as tmp:
             trainer = pl.Trainer(
-                accelerator="gpu" if gpu else "cpu", devices=devices, strategy="ddp_spawn", precision="bf16-mixed" if gpu else "32-true",
+                accelerator="gpu" if gpu else "cpu", devices=devices, strategy="ddp_spawn", precision="bf16-mixed" if resolve_precision(self.precision, device) == "bf16" else "32-true",
                 logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
                 callbacks=[RankRowsWriter(tmp)],
             )
-            trainer.predict(self.model, DataLoader(dataset, batch_size=batch_size, collate_fn=collate), return_predictions=False)
+            loader = DataLoader(dataset, batch_size=batch_limits(device, batch_size)[0], collate_fn=collate)
+            trainer.predict(self.model, loader, return_predictions=False)
             rows = np.concatenate([np.load(f) for f in sorted(Path(tmp).glob("rank-*.npy"))])
         positions, first = np.unique(rows[:, 0].astype(np.int64), return_index=True)  # padding repeats some rows
         if len(positions) != n or positions[0] != 0 or positions[-1] != n - 1:

@@ -196,10 +196,11 @@ class MetricModel(pl.LightningModule):
 
     # -- encoding ----------------------------------------------------------------------------
     def embed(self, inputs: dict) -> torch.Tensor:
-        """Pooled sentence (or pair) vectors [B, H] from tokenised ``inputs``."""
+        """Pooled sentence (or pair) vectors [B, H] from tokenised ``inputs``, in fp32 whatever the
+        encoder's dtype (the head's weights are fp32)."""
         out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None)
         tokens = self.layer_mix(out.hidden_states) if self.layer_mix is not None else out.last_hidden_state
-        return pool(tokens, inputs["attention_mask"], self.hparams.pooling)
+        return pool(tokens, inputs["attention_mask"], self.hparams.pooling).float()
 
     def head_output(self, features: torch.Tensor, extras: dict) -> torch.Tensor:
         """Standardised predictions [B, n_targets]: the head over ``features`` (and the standardised
@@ -284,7 +285,8 @@ class MetricModel(pl.LightningModule):
         return hp.lr_encoder
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(self.parameter_groups())
+        # one fused kernel per step on CUDA instead of a launch per parameter group and tensor
+        optimizer = torch.optim.AdamW(self.parameter_groups(), fused=self.device.type == "cuda")
         total = max(1, int(self.trainer.estimated_stepping_batches))
         warmup = int(self.hparams.warmup_ratio * total)
 
@@ -304,6 +306,9 @@ class MetricModel(pl.LightningModule):
         n_batches = self.trainer.num_training_batches
         progress = self.current_epoch + (batch_idx / n_batches if n_batches and math.isfinite(n_batches) else 0.0)
         trainable = progress >= self.hparams.nr_frozen_epochs
+        if getattr(self, "_encoder_trainable", None) == trainable:
+            return  # only a change walks the parameters
+        self._encoder_trainable = trainable
         for name, param in self.encoder.named_parameters():
             if self.hparams.keep_embeddings_frozen and name.startswith("embeddings"):
                 continue

@@ -1,0 +1,83 @@
+"""How an encoder runs when it only infers (scoring, BERTScore): precision, batch sizes, transfers.
+
+- **Precision** ``fp32 | bf16 | auto``. ``bf16`` converts the encoder's weights to bfloat16 once
+  (no per-op autocast casts); the head and the final scores stay in fp32. ``auto`` is bf16 on a
+  CUDA device that supports it, else fp32 (a CPU without native bf16 emulates it, slowly).
+- **Batches** are cut from sequences sorted by token count, so padding stays small. On the CPU a
+  batch holds ``batch_size`` rows (default 64). On CUDA it holds as many rows as fit a budget of
+  padded tokens (:data:`GPU_BATCH_TOKENS`), so short sentences fill the device as well as long
+  ones; an explicit ``batch_size`` caps the rows there too.
+- **Transfers** to CUDA come from pinned host memory and do not block, so the next batch is
+  prepared while the device computes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from lightning_metrics.errors import LightningMetricsError
+
+PRECISIONS = ("auto", "fp32", "bf16")
+CPU_BATCH_ROWS = 64
+GPU_BATCH_TOKENS = 65_536  # padded tokens per encoder batch on CUDA
+GPU_BATCH_ROWS = 4096  # rows per encoder batch on CUDA, when batch_size is not given
+
+
+def check_precision(precision: str | None) -> str:
+    """``precision`` checked against :data:`PRECISIONS` (None is ``auto``)."""
+    value = "auto" if precision is None else str(precision)
+    if value not in PRECISIONS:
+        raise LightningMetricsError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return value
+
+
+def resolve_precision(precision: str | None, device: str | torch.device) -> str:
+    """``fp32`` or ``bf16``: ``auto`` is bf16 on a CUDA device with bf16 support, else fp32."""
+    value = check_precision(precision)
+    if value != "auto":
+        return value
+    target = torch.device(device)
+    return "bf16" if target.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+
+
+def dtype_of(precision: str) -> torch.dtype:
+    """The weight dtype of a resolved precision."""
+    return torch.bfloat16 if precision == "bf16" else torch.float32
+
+
+def batch_limits(device: str | torch.device, batch_size: int | None = None, batch_tokens: int | None = None) -> tuple[int, int | None]:
+    """``(max rows, max padded tokens)`` per encoder batch on ``device`` (see the module docstring)."""
+    if batch_size is not None and int(batch_size) < 1:
+        raise LightningMetricsError(f"batch_size must be at least 1, got {batch_size}")
+    if torch.device(device).type == "cuda":
+        return int(batch_size or GPU_BATCH_ROWS), int(batch_tokens or GPU_BATCH_TOKENS)
+    return int(batch_size or CPU_BATCH_ROWS), (int(batch_tokens) if batch_tokens else None)
+
+
+def length_batches(lengths: Sequence[int], max_rows: int, max_tokens: int | None = None, longest_first: bool = False) -> list[np.ndarray]:
+    """Indices of ``lengths`` sorted by length (stable), cut into batches of at most ``max_rows``
+    rows whose row count times their longest length stays within ``max_tokens`` (a longer single
+    row still makes a batch of its own)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths if longest_first else lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        stop = min(start + max_rows, len(order))
+        if max_tokens is not None:
+            # padded size of order[start:k] is (k - start) * longest of them
+            longest = np.maximum.accumulate(lengths[order[start:stop]])
+            fits = np.nonzero(longest * np.arange(1, stop - start + 1) <= max_tokens)[0]
+            stop = start + (int(fits[-1]) + 1 if len(fits) else 1)
+        batches.append(order[start:stop])
+        start = stop
+    return batches
+
+
+def to_device(tensors: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """``tensors`` on ``device``; to CUDA from pinned memory without blocking the host."""
+    if device.type != "cuda":
+        return {k: v.to(device) for k, v in tensors.items()}
+    return {k: v.pin_memory().to(device, non_blocking=True) for k, v in tensors.items()}
