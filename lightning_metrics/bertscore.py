@@ -11,7 +11,7 @@ P = R = F = 0 (before rescaling), as in the bert-score package.
 
 Speed: each distinct sentence is embedded once (references repeat across systems), batches
 are sorted by token length with dynamic padding, the encoder is cut after layer L, and
-everything runs under ``torch.inference_mode()`` (bf16 autocast on CUDA). Long inputs are
+everything runs under ``torch.inference_mode()`` (bf16 weights on CUDA by default). Long inputs are
 processed in chunks so memory stays bounded.
 """
 
@@ -21,7 +21,6 @@ import json
 import math
 import os
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -31,6 +30,7 @@ import torch
 
 from lightning_metrics.encoders import DEFAULT_ENCODER, load_encoder
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.inference import batch_limits, dtype_of, length_batches, resolve_precision, to_device
 
 # Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
 # From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
@@ -50,6 +50,7 @@ DEFAULT_LAYERS = {
     "microsoft/deberta-xlarge-mnli": 40,
 }
 CHUNK_PAIRS = 20_000  # pairs whose embeddings are held at once: bounds memory on long inputs
+MATCH_PAIRS_GPU = 4096  # pairs per greedy-matching batch on CUDA
 
 
 def default_layer(model_name: str, num_layers: int) -> int:
@@ -131,7 +132,9 @@ class BERTScorer:
     ``layer`` defaults to :data:`DEFAULT_LAYERS` (the last layer for unknown encoders).
     ``idf=True`` weights tokens by IDF over ``idf_corpus`` (default: the references passed to
     :meth:`score`). ``baseline`` (a dict or a ``bertscore-baseline`` JSON file) turns on
-    rescaling. ``device`` is ``"cpu"``, ``"cuda"`` or ``"auto"``; CUDA runs under bf16 autocast.
+    rescaling. ``device`` is ``"cpu"``, ``"cuda"`` or ``"auto"``; ``precision`` is ``fp32``, ``bf16``
+    (the encoder's weights in bfloat16) or ``auto`` (bf16 on CUDA, else fp32). ``batch_size`` caps
+    the sentences per encoder batch (default: :func:`~lightning_metrics.inference.batch_limits`).
     """
 
     def __init__(
@@ -141,7 +144,7 @@ class BERTScorer:
         idf: bool = False,
         idf_corpus: Sequence[str] | None = None,
         baseline: str | os.PathLike | dict | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         device: str = "cpu",
         precision: str | None = None,
         progress: bool | None = None,
@@ -154,11 +157,9 @@ class BERTScorer:
         if not 0 <= self.layer <= n_layers:
             raise LightningMetricsError(f"layer {self.layer} is out of range for {self.model_name}: choose 0..{n_layers}")
         self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device))
-        self.precision = precision or ("bf16" if self.device.type == "cuda" else "fp32")
-        if self.precision not in ("fp32", "bf16"):
-            raise LightningMetricsError(f"precision must be fp32 or bf16, got {self.precision!r}")
-        self.encoder = _truncate(encoder, self.layer).eval().to(self.device)
-        self.batch_size, self.progress, self.chunk_pairs = int(batch_size), progress, int(chunk_pairs)
+        self.precision = resolve_precision(precision, self.device)
+        self.encoder = _truncate(encoder, self.layer).eval().to(self.device, dtype_of(self.precision))
+        self.batch_size, self.progress, self.chunk_pairs = batch_size, progress, int(chunk_pairs)
         self.idf = idf
         self.baseline = load_baseline(baseline) if baseline is not None else None
         self.max_length = min(int(self.tokenizer.model_max_length), int(getattr(encoder.config, "max_position_embeddings", 512)))
@@ -216,52 +217,54 @@ class BERTScorer:
         unique = list(dict.fromkeys(cands + refs))
         index = {s: i for i, s in enumerate(unique)}
         ids = self.tokenize(unique)
-        embeddings = self._embed(ids, tick)
-        weights = [torch.tensor(self._weights(x, idf), dtype=torch.float32) for x in ids]
-        hyp_idx = [index[s] for s in cands]
-        ref_idx = [index[s] for s in refs]
+        tokens, offsets = self._embed(ids, tick)
+        lengths = np.asarray([len(x) for x in ids], dtype=np.int64)
+        weights = torch.tensor(np.concatenate([self._weights(x, idf) for x in ids] + [[0.0]]), dtype=torch.float32)
+        weights = weights.to(self.device)
+        hyp = np.asarray([index[s] for s in cands], dtype=np.int64)
+        ref = np.asarray([index[s] for s in refs], dtype=np.int64)
         # match in batches of pairs with similar lengths, so padding stays small
-        order = sorted(range(len(cands)), key=lambda k: (len(ids[hyp_idx[k]]), len(ids[ref_idx[k]])))
-        p, r, f = (np.zeros(len(cands)) for _ in range(3))
-        match_batch = max(self.batch_size, 256)
+        order = np.lexsort((lengths[ref], lengths[hyp]))
+        prf = torch.zeros(3, len(cands), device=self.device)
+        match_batch = MATCH_PAIRS_GPU if self.device.type == "cuda" else max(self.batch_size or 0, 256)
         for start in range(0, len(order), match_batch):
             batch = order[start : start + match_batch]
-            hyp, hyp_mask = _pad([embeddings[hyp_idx[k]] for k in batch])
-            ref, ref_mask = _pad([embeddings[ref_idx[k]] for k in batch])
-            hw, _ = _pad([weights[hyp_idx[k]] for k in batch])
-            rw, _ = _pad([weights[ref_idx[k]] for k in batch])
-            sim = torch.bmm(hyp, ref.transpose(1, 2))
-            bp, br, bf = greedy_match(sim, hw, rw, hyp_mask, ref_mask)
-            p[batch], r[batch], f[batch] = bp.numpy(), br.numpy(), bf.numpy()
+            hyp_at, hyp_mask = _token_index(offsets, lengths, hyp[batch], len(tokens) - 1, self.device)
+            ref_at, ref_mask = _token_index(offsets, lengths, ref[batch], len(tokens) - 1, self.device)
+            sim = torch.bmm(tokens[hyp_at], tokens[ref_at].transpose(1, 2))
+            prf[:, torch.from_numpy(batch).to(self.device)] = torch.stack(greedy_match(sim, weights[hyp_at], weights[ref_at], hyp_mask, ref_mask))
+        p, r, f = prf.cpu().double().numpy()
         return p, r, f
 
-    def _embed(self, ids: list[list[int]], tick=None) -> list[torch.Tensor]:
-        """Unit-normalised layer-L token embeddings per sentence (float32, on the CPU).
+    def _embed(self, ids: list[list[int]], tick=None) -> tuple[torch.Tensor, np.ndarray]:
+        """Unit-normalised layer-L token embeddings of every sentence, float32 on the scorer's device:
+        ``[total tokens + 1, H]`` (the last row is zeros, for padding) and each sentence's first row.
 
         ``tick(fraction_done)`` is called after each batch (drives the progress bar)."""
-        out: list[torch.Tensor | None] = [None] * len(ids)
-        order = sorted(range(len(ids)), key=lambda k: len(ids[k]), reverse=True)
+        lengths = np.asarray([len(x) for x in ids], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        out = torch.zeros(int(lengths.sum()) + 1, int(self.encoder.config.hidden_size), device=self.device)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        bf16 = self.precision == "bf16"
-        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-        with torch.inference_mode(), autocast:
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                width = len(ids[batch[0]])
-                input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
+        batches = length_batches(lengths, *batch_limits(self.device, self.batch_size), longest_first=True)
+        done = 0
+        with torch.inference_mode():
+            for batch in batches:
+                width = int(lengths[batch].max())
+                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+                mask = np.arange(width)[None, :] < lengths[batch][:, None]
                 for row, k in enumerate(batch):
-                    input_ids[row, : len(ids[k])] = torch.tensor(ids[k])
-                    mask[row, : len(ids[k])] = 1
+                    input_ids[row, : lengths[k]] = ids[k]
                 # no mask when nothing is padded: attention takes its faster unmasked path
-                attention_mask = None if bool(mask.all()) else mask.to(self.device)
-                hidden = self.encoder(input_ids=input_ids.to(self.device), attention_mask=attention_mask).last_hidden_state
-                hidden = torch.nn.functional.normalize(hidden.float(), dim=-1).cpu()
-                for row, k in enumerate(batch):
-                    out[k] = hidden[row, : len(ids[k])]
+                inputs = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask.astype(np.int64)),
+                          "rows": torch.from_numpy(np.flatnonzero(mask)), "to": torch.from_numpy(_spans(offsets[batch], lengths[batch]))}
+                inputs = to_device(inputs, self.device)
+                attention_mask = None if bool(mask.all()) else inputs["attention_mask"]
+                hidden = self.encoder(input_ids=inputs["input_ids"], attention_mask=attention_mask).last_hidden_state
+                out[inputs["to"]] = torch.nn.functional.normalize(hidden.float().flatten(0, 1)[inputs["rows"]], dim=-1)
+                done += len(batch)
                 if tick is not None:
-                    tick(min(start + self.batch_size, len(order)) / len(order))
-        return out  # type: ignore[return-value]
+                    tick(done / len(ids))
+        return out, offsets
 
 
 def bertscore(
@@ -316,11 +319,18 @@ def _truncate(model, layer: int):
     raise LightningMetricsError(f"cannot select a layer in a {type(model).__name__}: no encoder.layer / transformer.layer / layers list")
 
 
-def _pad(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.tensor([t.shape[0] for t in tensors])
-    padded = torch.nn.utils.rnn.pad_sequence(tensors, batch_first=True)
-    mask = torch.arange(padded.shape[1])[None, :] < lengths[:, None]
-    return padded, mask
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``start, start+1, ..., start+length-1`` for each pair, concatenated."""
+    return np.concatenate([np.arange(s, s + n) for s, n in zip(starts.tolist(), lengths.tolist())]) if len(starts) else np.zeros(0, np.int64)
+
+
+def _token_index(offsets: np.ndarray, lengths: np.ndarray, sentences: np.ndarray, pad_row: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[B, L]`` rows of the token table for ``sentences`` (``pad_row`` past each one's end) and the mask of real tokens."""
+    width = int(lengths[sentences].max()) if len(sentences) else 0
+    mask = np.arange(width)[None, :] < lengths[sentences][:, None]
+    rows = np.where(mask, offsets[sentences][:, None] + np.arange(width)[None, :], pad_row)
+    moved = to_device({"rows": torch.from_numpy(rows), "mask": torch.from_numpy(mask)}, torch.device(device))
+    return moved["rows"], moved["mask"]
 
 
 def _advance(bar, position: int) -> None:
