@@ -53,15 +53,16 @@ def comet_names(state: dict, n_layers: int) -> dict:
     return out
 
 
-def build_metric(out: Path, seed: int) -> Path:
-    """Export a seeded CometEstimator (untrained head; standardisation 0/1) through the real export path."""
+def build_metric(out: Path, seed: int, encoder: str = "default") -> Path:
+    """Export a seeded CometEstimator on ``encoder`` (untrained head; standardisation 0/1) through the
+    real export path, and write the same weights under COMET's names to ``out/comet.safetensors``."""
     from safetensors.torch import save_file
 
     from lightning_metrics.export import export_checkpoint
     from lightning_metrics.models import CometEstimator
 
     torch.manual_seed(seed)
-    model = CometEstimator(hidden_sizes=[1024, 256], layer_transform="softmax")
+    model = CometEstimator(encoder=encoder, hidden_sizes=[1024, 256], layer_transform="softmax")
     with torch.no_grad():
         model.layer_mix.weights.normal_(0, 0.5)  # a non-uniform mix, so the mapping is really tested
     out.mkdir(parents=True, exist_ok=True)

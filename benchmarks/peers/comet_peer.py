@@ -1,7 +1,7 @@
 """unbabel-comet side of the COMET benchmarks; runs ONLY in the separate peer virtual environment.
 
-    .venv-comet/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32]
-    .venv-comet/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32] [--accelerator gpu]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64] [--accelerator gpu]
     .venv-comet/bin/python benchmarks/peers/comet_peer.py mbr --data candidates.json --encoder DIR --weights comet.safetensors [--batch 64]
 
 Builds COMET's ``RegressionMetric`` with the architecture of lightning-metrics' ``CometEstimator``
@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--precision", default="32")
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--accelerator", choices=["cpu", "gpu"], default="cpu", help="gpu: one CUDA device (benchmarks/gpu)")
     args = parser.parse_args()
     import pytorch_lightning as pl
     import torch
@@ -48,9 +49,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     pl.seed_everything(0)
+    if args.accelerator == "gpu":  # CUDA context and cuBLAS start outside the timers, as in the caller's process
+        torch.ones(64, 64, device="cuda").matmul(torch.ones(64, 64, device="cuda")).sum().item()
     if args.mode == "train":
         model = build(args.encoder, args.data, args.batch)
-        trainer = pl.Trainer(max_epochs=1, accelerator="cpu", devices=1, precision=args.precision, logger=False, enable_checkpointing=False,
+        trainer = pl.Trainer(max_epochs=1, accelerator=args.accelerator, devices=1, precision=args.precision, logger=False, enable_checkpointing=False,
                              enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0, num_sanity_val_steps=0)
         start = time.perf_counter()
         trainer.fit(model)
@@ -70,7 +73,8 @@ def main() -> None:
     with open(args.data, encoding="utf-8", newline="") as f:
         samples = [{"src": r["src"], "mt": r["mt"], "ref": r["ref"]} for r in csv.DictReader(f)]
     start = time.perf_counter()
-    out = model.predict(samples, batch_size=args.batch, gpus=0, accelerator="cpu", progress_bar=False)
+    gpus = 1 if args.accelerator == "gpu" else 0
+    out = model.predict(samples, batch_size=args.batch, gpus=gpus, accelerator=args.accelerator, progress_bar=False)
     print(json.dumps({"seconds": time.perf_counter() - start, "scores": [float(s) for s in out.scores]}))
 
 

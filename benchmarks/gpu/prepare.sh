@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run HERE (a machine with pip and the repository), before a GPU run: fills benchmarks/gpu/carry/
+# (git-ignored, ~20 MiB) with what the GPU machine lacks and cannot download:
+#   wheels/ours  jsonargparse, entmax, bert-score (its torch, Lightning and transformers 5 are there)
+#   wheels/peer  unbabel-comet and its transformers 4 stack (installed apart, never beside ours)
+#   data/        10,000 real WMT21 DA rows from ../shared/data (a sample: the rows never enter git)
+#   tokenizer/   all-MiniLM-L6-v2's tokenizer files (the encoders' weights are built there, at random)
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PY:-../../.venv/bin/python}
+PLATFORM="--only-binary=:all: --python-version ${PYVER:-3.12} --implementation cp --platform manylinux_2_28_x86_64 \
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
+mkdir -p carry/wheels/ours carry/wheels/peer carry/data carry/tokenizer
+$PY -m pip download -q --no-deps $PLATFORM -d carry/wheels/ours \
+  jsonargparse==4.53.0 docstring-parser==0.18.0 typeshed-client==2.15.0 entmax==1.3 bert-score==0.3.13
+$PY -m pip download -q --no-deps $PLATFORM -d carry/wheels/peer \
+  unbabel-comet==2.2.7 transformers==4.57.6 tokenizers==0.22.2 huggingface_hub==0.36.2 jsonargparse==3.13.1 \
+  torchmetrics==0.10.3 entmax==1.3
+$PY - <<'PY'
+import csv, shutil
+from pathlib import Path
+from lightning_metrics.encoders import default_encoder_path
+
+source = Path("../../../shared/data/wmt21_da_toen.csv")
+with source.open(encoding="utf-8", newline="") as f, open("carry/data/wmt21_da_sample.csv", "w", encoding="utf-8", newline="") as g:
+    reader = csv.DictReader(f)
+    writer = csv.DictWriter(g, fieldnames=["lp", "src", "mt", "ref", "score"], extrasaction="ignore")
+    writer.writeheader()
+    for i, row in zip(range(12000), reader):  # whole sources come first in the file: the benchmark takes 10,000 in WMT layout
+        writer.writerow(row)
+for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+    if (default_encoder_path() / name).is_file():
+        shutil.copy(default_encoder_path() / name, Path("carry/tokenizer") / name)
+PY
+du -sh carry
