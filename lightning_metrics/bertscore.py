@@ -30,7 +30,7 @@ import torch
 
 from lightning_metrics.encoders import DEFAULT_ENCODER, load_encoder
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.inference import batch_limits, dtype_of, length_batches, resolve_precision, to_device
+from lightning_metrics.inference import attention_kernels, batch_limits, dtype_of, length_batches, resolve_precision, to_device
 
 # Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
 # From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
@@ -247,7 +247,7 @@ class BERTScorer:
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         batches = length_batches(lengths, *batch_limits(self.device, self.batch_size), longest_first=True)
         done = 0
-        with torch.inference_mode():
+        with torch.inference_mode(), attention_kernels():
             for batch in batches:
                 width = int(lengths[batch].max())
                 input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)

@@ -14,7 +14,7 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
-from lightning_metrics.cli_common import _add_column_flags, _columns, _subparser, _write_json, log
+from lightning_metrics.cli_common import _add_column_flags, _add_encoder_flags, _columns, _subparser, _write_json, log
 from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
@@ -47,9 +47,8 @@ def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> 
     group.add_argument(f"--{prefix}layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)")
     group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
     group.add_argument(f"--{prefix}baseline", type=Optional[str], default=None, help="baseline JSON from bertscore-baseline, to rescale")
-    group.add_argument("--batch-size", type=int, default=64, help="sentences per encoder batch")
+    _add_encoder_flags(group)
     group.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
-    group.add_argument("--precision", type=Optional[str], default=None, help="fp32 (CPU default) or bf16 (CUDA default)")
 
 
 def _bertscore_options(cfg) -> dict:
@@ -68,7 +67,7 @@ def run_evaluate(cfg) -> int:
     ev = evaluate(
         data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc,
         bertscore=_bertscore_options(cfg), batch_size=cfg.batch_size, device=cfg.device, progress=False if cfg.quiet else None,
-        max_length=cfg.max_length, darr=cfg.darr,
+        max_length=cfg.max_length, darr=cfg.darr, precision=cfg.precision,
     )
     print(format_table(ev))
     if cfg.json:
@@ -90,7 +89,7 @@ def _baseline_parser() -> ArgumentParser:
     p.add_argument("--n-pairs", type=int, default=5000, help="random pairs of different sentences")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--idf", type=bool, default=False, help="IDF-weighted baseline (IDF over the corpus)")
-    p.add_argument("--batch-size", type=int, default=64)
+    _add_encoder_flags(p)
     p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
     return p
 
@@ -100,7 +99,8 @@ def run_baseline(cfg) -> int:
     from lightning_metrics.data.readers import read_corpus
 
     corpus = read_corpus(cfg.corpus, column=cfg.column)
-    scorer = BERTScorer(cfg.model, layer=cfg.layer, idf=cfg.idf, idf_corpus=corpus if cfg.idf else None, batch_size=cfg.batch_size, device=cfg.device)
+    scorer = BERTScorer(cfg.model, layer=cfg.layer, idf=cfg.idf, idf_corpus=corpus if cfg.idf else None, batch_size=cfg.batch_size, device=cfg.device,
+                        precision=cfg.precision)
     baseline = compute_baseline(scorer, corpus, n_pairs=cfg.n_pairs, seed=cfg.seed)
     baseline["corpus"] = str(cfg.corpus)
     _write_json(cfg.out, baseline)
@@ -144,7 +144,7 @@ def _probe_parser() -> ArgumentParser:
     p.add_argument("--sources", type=Optional[str], default=None, help="a source file, one line per corpus sentence (for metrics that read sources)")
     p.add_argument("--n", type=int, default=300, help="sentences per perturbation")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=64)
+    _add_encoder_flags(p)
     p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
     return p
 
@@ -154,7 +154,7 @@ def run_probe(cfg) -> int:
     from lightning_metrics.data.readers import read_corpus_with_sources
     from lightning_metrics.metrics import load_metric
 
-    metric = load_metric(cfg.metric)
+    metric = load_metric(cfg.metric, precision=cfg.precision)
     if cfg.corpus is None:
         from data_gen.wordnet import example_sentences
 

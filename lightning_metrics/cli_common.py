@@ -24,6 +24,19 @@ def _add_column_flags(parser: ArgumentParser) -> None:
     parser.add_argument("--on-invalid", choices=["error", "skip"], default="error", help="stop at the first bad row, or skip bad rows and report them")
 
 
+BATCH_HELP = "rows per encoder batch (default 64 on the CPU; on CUDA batches fill a budget of 65,536 padded tokens)"
+PRECISION_HELP = "fp32, bf16 (encoder weights in bfloat16) or auto (bf16 on CUDA, fp32 elsewhere); the signature names it"
+
+
+def _add_encoder_flags(parser, precision: bool = True) -> None:
+    """``--batch-size`` and ``--precision``, as every encoder-running subcommand takes them."""
+    from typing import Optional
+
+    parser.add_argument("--batch-size", type=Optional[int], default=None, help=BATCH_HELP)
+    if precision:
+        parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto", help=PRECISION_HELP)
+
+
 def _columns(cfg) -> dict:
     return {f: getattr(cfg, f"{f}_col") for f in ("src", "mt", "ref", "score", "system", "doc_id")}
 

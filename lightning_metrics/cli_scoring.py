@@ -6,7 +6,7 @@ from typing import Optional
 
 from jsonargparse import ArgumentParser
 
-from lightning_metrics.cli_common import _add_column_flags, _columns, _subparser, _write_json, _write_text
+from lightning_metrics.cli_common import _add_column_flags, _add_encoder_flags, _columns, _subparser, _write_json, _write_text
 from lightning_metrics.errors import InputError, LightningMetricsError
 
 
@@ -20,7 +20,7 @@ def _score_parser() -> ArgumentParser:
                    help="reference file(s), one segment per line; several: multi-reference scoring")
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
     p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
-    p.add_argument("--batch-size", type=int, default=64)
+    _add_encoder_flags(p)
     p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
     p.add_argument("--devices", type=int, default=1, help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept")
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
@@ -64,7 +64,7 @@ def run_score(cfg) -> int:
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.systems import format_scores, score_systems
 
-    metric = load_metric(cfg.model, max_length=cfg.max_length)
+    metric = load_metric(cfg.model, max_length=cfg.max_length, precision=cfg.precision)
     options = _score_options(cfg)
     results = score_systems(metric, *_systems_input(cfg, metric), **options)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
@@ -91,7 +91,7 @@ def run_compare(cfg) -> int:
     from lightning_metrics.metrics.systems import score_systems
     from lightning_metrics.significance import compare_systems, format_comparisons
 
-    metric = load_metric(cfg.model, max_length=cfg.max_length)
+    metric = load_metric(cfg.model, max_length=cfg.max_length, precision=cfg.precision)
     mt, ref, src = _systems_input(cfg, metric, paired=True)
     options = _score_options(cfg)
     results = score_systems(metric, mt, ref, src, **options)
@@ -119,7 +119,7 @@ def _rerank_parser() -> ArgumentParser:
     p.add_argument("--mode", type=Optional[str], default=None, help="qe, mbr or ref (default: qe for reference-free metrics, else mbr; ref with -r)")
     p.add_argument("--out", type=Optional[str], default=None, help="write the chosen candidate per source, one per line")
     p.add_argument("--json", type=Optional[str], default=None, help="write each source's choice (index, text, score)")
-    p.add_argument("--batch-size", type=int, default=64)
+    _add_encoder_flags(p)
     p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
     p.add_argument("--quiet", type=bool, default=False, help="no progress bars, no per-source lines")
     return p
@@ -130,7 +130,7 @@ def run_rerank(cfg) -> int:
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.rerank import group_lines, group_table, rerank
 
-    metric = load_metric(cfg.model)
+    metric = load_metric(cfg.model, precision=cfg.precision)
     if cfg.data:
         table = read_columns(cfg.data)
         table = {("source_id" if k == cfg.source_id_col else k): v for k, v in table.items()}

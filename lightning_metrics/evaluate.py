@@ -55,12 +55,13 @@ def evaluate(
     source: str = "data",
     num_proc: int = 1,
     bertscore: dict | None = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     device: str = "auto",
     progress: bool | None = None,
     max_length: int | None = None,
     darr: bool = False,
     darr_threshold: float = 25.0,
+    precision: str | None = None,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
@@ -69,8 +70,8 @@ def evaluate(
     correlations. ``scorer(names, mt, ref, src)`` returns segment scores per name (default:
     :func:`lightning_metrics.metrics.score_many`: built-in names and exported metric folders).
     ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
-    BERTScore's settings; ``batch_size``, ``device`` and ``progress`` go to every metric,
-    ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall over pairs of outputs of
+    BERTScore's settings; ``batch_size``, ``device``, ``precision`` and ``progress`` go to every
+    metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall over pairs of outputs of
     one source whose ``raw`` DA scores differ by more than ``darr_threshold``. Without a ``ref``
     column only reference-free metrics can be evaluated.
     """
@@ -85,7 +86,7 @@ def evaluate(
     ref = list(data["ref"]) if "ref" in columns else None
     src = list(data["src"]) if "src" in columns else None
     scorer = scorer or (lambda names, m, r, s: score_many(names, m, r, s, num_proc=num_proc, bertscore=bertscore, batch_size=batch_size,
-                                                         device=device, progress=progress, max_length=max_length))
+                                                         device=device, progress=progress, max_length=max_length, precision=precision))
     scores = scorer(list(metrics), mt, ref, src)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None

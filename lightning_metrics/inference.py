@@ -9,10 +9,14 @@
   ones; an explicit ``batch_size`` caps the rows there too.
 - **Transfers** to CUDA come from pinned host memory and do not block, so the next batch is
   prepared while the device computes.
+- **Attention kernels**: :func:`attention_kernels` keeps scaled-dot-product attention on the flash,
+  memory-efficient and math kernels. cuDNN's kernel (first choice for bf16 on recent GPUs) builds
+  a plan for every new sequence length, and length-sorted batches bring a new length each time.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Sequence
 
 import numpy as np
@@ -81,3 +85,12 @@ def to_device(tensors: dict[str, torch.Tensor], device: torch.device) -> dict[st
     if device.type != "cuda":
         return {k: v.to(device) for k, v in tensors.items()}
     return {k: v.pin_memory().to(device, non_blocking=True) for k, v in tensors.items()}
+
+
+def attention_kernels():
+    """A context in which scaled-dot-product attention avoids cuDNN's kernel (see the module docstring)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # older torch: no cuDNN attention either
+        return nullcontext()
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])

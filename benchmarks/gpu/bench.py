@@ -37,8 +37,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import workloads as w  # noqa: E402
 
-FULL = {"shapes": ["minilm", "large"], "score_rows": 10000, "bertscore_rows": 10000, "train_rows": {"minilm": 4000, "large": 1000}}
-DRY = {"shapes": ["tiny"], "score_rows": 48, "bertscore_rows": 48, "train_rows": {"tiny": 32}}
+FULL = {"shapes": ["minilm", "large"], "scoring_rows": 10000, "bertscore_rows": 10000, "train_rows": {"minilm": 4000, "large": 1000}}
+DRY = {"shapes": ["tiny"], "scoring_rows": 48, "bertscore_rows": 48, "train_rows": {"tiny": 32}}
 CARRY = w.BENCH / "carry"
 
 
@@ -128,6 +128,9 @@ def markdown(rows: list[dict], meta: dict) -> str:
              "| work | shape | rows | side | rows/s | × peer's best | max abs diff to peer fp32 | share of bf16 rate |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
+        if "error" in row:
+            lines.append(f"| {row['work']} | {row['shape']} | | failed: {row['error'][:120]} | | | | |")
+            continue
         for side, e in row["sides"].items():
             name = side.replace("peer", row["peer"]).replace("ours", "lightning-metrics")
             ratio = f"{e['ratio_to_peer_best']:.2f}×" if "ratio_to_peer_best" in e else ""
@@ -177,17 +180,18 @@ def main() -> None:
             "device": torch.cuda.get_device_name() if args.gpu else f"CPU ({platform.processor() or platform.machine()})"}
     print(json.dumps(meta), flush=True)
     table = []
-    for shape in args.shapes or plan["shapes"]:
-        encoder = w.build_encoder(shape, args.tokenizer, out, args.seed)
-        if "scoring" in args.work:
-            table.append(summarise("scoring", shape, scoring(shape, encoder, wmt_rows(Path(args.data), plan["score_rows"]), args, out), rate))
-            print(json.dumps(table[-1]), flush=True)
-        if "bertscore" in args.work:
-            table.append(summarise("BERTScore", shape, bertscore(shape, encoder, wmt_rows(Path(args.data), plan["bertscore_rows"]), args), rate))
-            print(json.dumps(table[-1]), flush=True)
-        if "training" in args.work:
-            rows = wmt_rows(Path(args.data), plan["train_rows"].get(shape, 1000))
-            table.append(summarise("training", shape, training(shape, encoder, rows, args, out), rate))
+    shapes = {shape: w.build_encoder(shape, args.tokenizer, out, args.seed) for shape in args.shapes or plan["shapes"]}
+    for work in args.work:  # work by work, so a failure in one leaves the others measured
+        for shape, encoder in shapes.items():
+            rows = wmt_rows(Path(args.data), plan["train_rows"].get(shape, 1000) if work == "training" else plan[f"{work}_rows"])
+            try:
+                res = {"scoring": lambda: scoring(shape, encoder, rows, args, out), "bertscore": lambda: bertscore(shape, encoder, rows, args),
+                       "training": lambda: training(shape, encoder, rows, args, out)}[work]()
+            except Exception as e:  # noqa: BLE001 (recorded in the results and printed; the run goes on)
+                table.append({"work": work, "shape": shape, "error": f"{type(e).__name__}: {e}"})
+                print(json.dumps(table[-1]), flush=True)
+                continue
+            table.append(summarise({"bertscore": "BERTScore"}.get(work, work), shape, res, rate))
             print(json.dumps(table[-1]), flush=True)
     (out / "results.json").write_text(json.dumps({"meta": meta, "rows": table}, indent=1), encoding="utf-8")
     (out / "results.md").write_text(markdown(table, meta), encoding="utf-8")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run HERE (a machine with pip and the repository), before a GPU run: fills benchmarks/gpu/carry/
 # (git-ignored, ~20 MiB) with what the GPU machine lacks and cannot download:
-#   wheels/ours  jsonargparse, entmax, bert-score (its torch, Lightning and transformers 5 are there)
+#   wheels/ours  jsonargparse, entmax, datasets, bert-score (its torch, Lightning and transformers 5 are there)
 #   wheels/peer  unbabel-comet and its transformers 4 stack (installed apart, never beside ours)
 #   data/        10,000 real WMT21 DA rows from ../shared/data (a sample: the rows never enter git)
 #   tokenizer/   all-MiniLM-L6-v2's tokenizer files (the encoders' weights are built there, at random)
@@ -12,7 +12,8 @@ PLATFORM="--only-binary=:all: --python-version ${PYVER:-3.12} --implementation c
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
 mkdir -p carry/wheels/ours carry/wheels/peer carry/data carry/tokenizer
 $PY -m pip download -q --no-deps $PLATFORM -d carry/wheels/ours \
-  jsonargparse==4.53.0 docstring-parser==0.18.0 typeshed-client==2.15.0 entmax==1.3 bert-score==0.3.13
+  jsonargparse==4.53.0 docstring-parser==0.18.0 typeshed-client==2.15.0 entmax==1.3 bert-score==0.3.13 \
+  datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
 $PY -m pip download -q --no-deps $PLATFORM -d carry/wheels/peer \
   unbabel-comet==2.2.7 transformers==4.57.6 tokenizers==0.22.2 huggingface_hub==0.36.2 jsonargparse==3.13.1 \
   torchmetrics==0.10.3 entmax==1.3

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lightning_metrics.inference import attention_kernels  # noqa: F401 (profile_steps restores it from here)
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -38,7 +38,7 @@ def load_metric(name_or_path: str, **options) -> Metric:
     (tokens per sequence; default 512 or the encoder's limit when smaller; longer rows are
     truncated with a warning that counts them) and ``precision`` (``fp32``, ``bf16`` or ``auto``:
     bf16 on CUDA, fp32 elsewhere; the signature names the one used). ``max_length=None`` is ignored
-    by built-ins, and so is ``precision=None``.
+    by built-ins, and so is ``precision`` None or ``auto``.
     """
     text = str(name_or_path)
     max_length = options.pop("max_length", None)
@@ -54,7 +54,7 @@ def load_metric(name_or_path: str, **options) -> Metric:
             return Ensemble.from_export(export, max_length, precision)
         return LearnedMetric(text, export, max_length, precision)
     if is_builtin(text):
-        if options.get("precision", 0) is None:
+        if options.get("precision", "") in (None, "auto"):  # auto is every built-in's default; only BERTScore has the option
             options.pop("precision")
         return builtin(text, **options)
     if Path(text).exists():

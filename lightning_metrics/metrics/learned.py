@@ -121,9 +121,9 @@ class LearnedMetric(Metric):
         target = torch.device(device)
         precision = resolve_precision(self.precision, target)
         if precision != self.runs_in:
-            if precision == "fp32":
-                self.model.load_state_dict(self.export.load_weights(), strict=False)
             self.model.encoder.to(dtype_of(precision))  # the layer mix and the head stay fp32
+            if precision == "fp32":  # the bf16 copies were rounded: the export's own weights again
+                self.model.load_state_dict(self.export.load_weights(), strict=False)
             self.runs_in = precision
         self.model.to(target)
         return target

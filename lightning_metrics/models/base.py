@@ -26,6 +26,7 @@ from lightning_metrics.artifact import is_exported, read_export
 from lightning_metrics.correlation import kendall, pearson, spearman
 from lightning_metrics.encoders import load_encoder
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.inference import attention_kernels
 from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss
 from lightning_metrics.models.modules import LayerMix, pool
 from lightning_metrics.signals import SignalSpec
@@ -198,7 +199,8 @@ class MetricModel(pl.LightningModule):
     def embed(self, inputs: dict) -> torch.Tensor:
         """Pooled sentence (or pair) vectors [B, H] from tokenised ``inputs``, in fp32 whatever the
         encoder's dtype (the head's weights are fp32)."""
-        out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None)
+        with attention_kernels():
+            out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None)
         tokens = self.layer_mix(out.hidden_states) if self.layer_mix is not None else out.last_hidden_state
         return pool(tokens, inputs["attention_mask"], self.hparams.pooling).float()
 
