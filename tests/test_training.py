@@ -177,6 +177,39 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
     assert len(dm.val_rows["mt"]) == 31  # odd: the distributed sampler padded one rank
 
 
+def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, ratings, tmp_path):
+    """`lightning-metrics fit` under torchrun, two one-process nodes on localhost (gloo, CPU), as the
+    README shows for GPUs and SLURM: Lightning's own launcher integration, no code of ours, and the
+    final weights of the same run under ``ddp_spawn`` with 2 processes."""
+    import socket
+
+    spawn = _config(tmp_path / "spawn", tiny_encoder, ratings, devices=2, strategy="ddp_spawn", max_epochs=1)
+    assert main(["fit", "--config", str(spawn)]) == 0
+    nodes = _config(tmp_path / "torchrun", tiny_encoder, ratings, devices=1, num_nodes=2, strategy="ddp", max_epochs=1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node", "1", "--master_addr", "127.0.0.1",
+              "--master_port", str(port)]
+    procs = [subprocess.Popen([*launch, "--node_rank", str(rank), "-m", "lightning_metrics.cli", "fit", "--config", str(nodes)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    try:
+        errors = [p.communicate(timeout=420)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], errors[0][-2000:] + errors[1][-2000:]
+    a = torch.load(tmp_path / "spawn" / "ckpt" / "last.ckpt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "torchrun" / "ckpt" / "last.ckpt", weights_only=True)["state_dict"]
+    assert a.keys() == b.keys()
+    pl.seed_everything(0)
+    start = BleurtRegressor(encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3).state_dict()  # the config's model, seeded alike
+    step = max((a[k] - start[k]).abs().max().item() for k in a if k.startswith("head."))
+    assert step > 1e-3  # training moved the weights far more than the tolerance below
+    for key in a:  # equal up to the order of gloo's float additions (2e-8 seen)
+        assert torch.allclose(a[key], b[key], rtol=0, atol=1e-6), key
+
+
 @pytest.mark.parametrize(
     "override, message",
     [

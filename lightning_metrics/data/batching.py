@@ -177,19 +177,18 @@ def unique_sentence_groups(tokenizer, max_length: int, columns: dict[str, list[s
 
 def pad_sequences(tokenizer, sequences: list[list[int]], token_types: list[list[int]] | None = None) -> dict:
     """Pad token-id lists into ``input_ids``/``attention_mask``, and ``token_type_ids`` when the
-    model takes them (``token_types`` per sequence, else zeros)."""
-    width = max(len(s) for s in sequences)
-    input_ids = torch.full((len(sequences), width), int(tokenizer.pad_token_id or 0), dtype=torch.long)
-    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    model takes them (``token_types`` per sequence, else zeros). Filled in one numpy step, not per row."""
+    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    width = int(lengths.max())
+    columns = np.arange(width)[None, :]
     left = getattr(tokenizer, "padding_side", "right") == "left"
-    for j, seq in enumerate(sequences):
-        span = slice(width - len(seq), width) if left else slice(0, len(seq))
-        input_ids[j, span] = torch.tensor(seq, dtype=torch.long)
-        mask[j, span] = 1
-    out = {"input_ids": input_ids, "attention_mask": mask}
+    mask = columns >= width - lengths[:, None] if left else columns < lengths[:, None]
+    input_ids = np.full((len(sequences), width), int(tokenizer.pad_token_id or 0), dtype=np.int64)
+    input_ids[mask] = np.concatenate(sequences)  # row-major: each row's span, in order
+    out = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask.astype(np.int64))}
     if "token_type_ids" in getattr(tokenizer, "model_input_names", []):
-        out["token_type_ids"] = torch.zeros_like(input_ids)
-        for j, types in enumerate(token_types or []):
-            span = slice(width - len(types), width) if left else slice(0, len(types))
-            out["token_type_ids"][j, span] = torch.tensor(types, dtype=torch.long)
+        types = np.zeros_like(input_ids)
+        if token_types:
+            types[mask] = np.concatenate(token_types)
+        out["token_type_ids"] = torch.from_numpy(types)
     return out
