@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import workloads as w  # noqa: E402
 
-FULL = {"shapes": ["minilm", "large"], "scoring_rows": 10000, "bertscore_rows": 10000, "train_rows": {"minilm": 4000, "large": 1000}}
+FULL = {"shapes": ["minilm", "large"], "scoring_rows": 10000, "bertscore_rows": 10000, "train_rows": {"minilm": 2000, "large": 500}}
 DRY = {"shapes": ["tiny"], "scoring_rows": 48, "bertscore_rows": 48, "train_rows": {"tiny": 32}}
 CARRY = w.BENCH / "carry"
 

@@ -25,7 +25,7 @@ from pytorch_lightning.callbacks import BasePredictionWriter
 
 from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.inference import batch_limits, check_precision, dtype_of, length_batches, resolve_precision, to_device
+from lightning_metrics.inference import CPU_BATCH_ROWS, batch_limits, check_precision, dtype_of, length_batches, resolve_precision, to_device
 from lightning_metrics.metrics.base import Metric, Signature
 
 MAX_LENGTH = 512  # default tokens per sequence (the encoder's limit when smaller), as COMET
@@ -116,17 +116,20 @@ class LearnedMetric(Metric):
 
     # -- one process -------------------------------------------------------------------------
     def prepare(self, device: str) -> torch.device:
-        """The model on ``device`` with its encoder in this metric's precision there (fp32 weights are
-        reloaded from the export when an earlier call ran in bf16)."""
+        """The model on ``device`` with its encoder in this metric's precision there."""
         target = torch.device(device)
-        precision = resolve_precision(self.precision, target)
-        if precision != self.runs_in:
-            self.model.encoder.to(dtype_of(precision))  # the layer mix and the head stay fp32
-            if precision == "fp32":  # the bf16 copies were rounded: the export's own weights again
-                self.model.load_state_dict(self.export.load_weights(), strict=False)
-            self.runs_in = precision
+        self.set_precision(resolve_precision(self.precision, target))
         self.model.to(target)
         return target
+
+    def set_precision(self, precision: str) -> None:
+        """The encoder's weights in ``precision`` (fp32 or bf16); the layer mix and the head stay fp32.
+        Back to fp32, the export's own weights are loaded again (the bf16 copies were rounded)."""
+        if precision != self.runs_in:
+            self.model.encoder.to(dtype_of(precision))
+            if precision == "fp32":
+                self.model.load_state_dict(self.export.load_weights(), strict=False)
+            self.runs_in = precision
 
     def _score_local(self, columns: dict[str, list[str]], batch_size: int | None, device: str, progress: bool, signals: np.ndarray | None) -> np.ndarray:
         from tqdm.auto import tqdm
@@ -234,13 +237,14 @@ class LearnedMetric(Metric):
         else:
             collate = CrossEncoderCollate(self.tokenizer, self.max_length, [], {}, {})
         gpu = device.startswith("cuda")
+        self.set_precision(resolve_precision(self.precision, device))  # in the weights: the trainer runs 32-true
         with tempfile.TemporaryDirectory(prefix="lm-score-") as tmp:
             trainer = pl.Trainer(
-                accelerator="gpu" if gpu else "cpu", devices=devices, strategy="ddp_spawn", precision="bf16-mixed" if resolve_precision(self.precision, device) == "bf16" else "32-true",
+                accelerator="gpu" if gpu else "cpu", devices=devices, strategy="ddp_spawn", precision="32-true",
                 logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
                 callbacks=[RankRowsWriter(tmp)],
             )
-            loader = DataLoader(dataset, batch_size=batch_limits(device, batch_size)[0], collate_fn=collate)
+            loader = DataLoader(dataset, batch_size=batch_size or CPU_BATCH_ROWS, collate_fn=collate)  # rows per rank and step
             trainer.predict(self.model, loader, return_predictions=False)
             rows = np.concatenate([np.load(f) for f in sorted(Path(tmp).glob("rank-*.npy"))])
         positions, first = np.unique(rows[:, 0].astype(np.int64), return_index=True)  # padding repeats some rows
