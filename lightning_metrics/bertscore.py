@@ -28,6 +28,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from lightning_metrics.data.batching import pad_sequences
 from lightning_metrics.encoders import DEFAULT_ENCODER, load_encoder
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.inference import attention_kernels, batch_limits, dtype_of, length_batches, resolve_precision, to_device
@@ -244,20 +245,16 @@ class BERTScorer:
         lengths = np.asarray([len(x) for x in ids], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         out = torch.zeros(int(lengths.sum()) + 1, int(self.encoder.config.hidden_size), device=self.device)
-        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         batches = length_batches(lengths, *batch_limits(self.device, self.batch_size), longest_first=True)
         done = 0
         with torch.inference_mode(), attention_kernels():
             for batch in batches:
-                width = int(lengths[batch].max())
-                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-                mask = np.arange(width)[None, :] < lengths[batch][:, None]
-                for row, k in enumerate(batch):
-                    input_ids[row, : lengths[k]] = ids[k]
-                # no mask when nothing is padded: attention takes its faster unmasked path
-                inputs = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask.astype(np.int64)),
+                padded = pad_sequences(self.tokenizer, [ids[k] for k in batch])
+                mask = padded["attention_mask"].numpy().astype(bool)
+                inputs = {"input_ids": padded["input_ids"], "attention_mask": padded["attention_mask"],
                           "rows": torch.from_numpy(np.flatnonzero(mask)), "to": torch.from_numpy(_spans(offsets[batch], lengths[batch]))}
                 inputs = to_device(inputs, self.device)
+                # no mask when nothing is padded: attention takes its faster unmasked path
                 attention_mask = None if bool(mask.all()) else inputs["attention_mask"]
                 hidden = self.encoder(input_ids=inputs["input_ids"], attention_mask=attention_mask).last_hidden_state
                 out[inputs["to"]] = torch.nn.functional.normalize(hidden.float().flatten(0, 1)[inputs["rows"]], dim=-1)
