@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Optional
 
 from jsonargparse import ActionConfigFile, ArgumentParser
 
@@ -28,13 +29,10 @@ BATCH_HELP = "rows per encoder batch (default 64 on the CPU; on CUDA batches fil
 PRECISION_HELP = "fp32, bf16 (encoder weights in bfloat16) or auto (bf16 on CUDA, fp32 elsewhere); the signature names it"
 
 
-def _add_encoder_flags(parser, precision: bool = True) -> None:
+def _add_encoder_flags(parser) -> None:
     """``--batch-size`` and ``--precision``, as every encoder-running subcommand takes them."""
-    from typing import Optional
-
     parser.add_argument("--batch-size", type=Optional[int], default=None, help=BATCH_HELP)
-    if precision:
-        parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto", help=PRECISION_HELP)
 
 
 def _columns(cfg) -> dict:

@@ -167,7 +167,7 @@ class MetricDataModule(pl.LightningDataModule):
         self._lengths(self.val_rows, "validation")  # the truncation count
         return DataLoader(RowsDataset(self.val_rows), batch_size=self.batch_size, shuffle=False,
                           collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
-                               pin_memory=self.on_gpu)
+                          pin_memory=self.on_gpu)
 
     def test_dataloader(self) -> DataLoader:
         return self.val_dataloader()
