@@ -50,6 +50,39 @@ def test_column_mapping(tmp_path):
     assert ds.column_names == ["mt", "ref", "score"] and ds["score"] == [3.0]
 
 
+@pytest.mark.parametrize("suffix", ["csv", "tsv", "jsonl", "parquet", "saved"])
+def test_a_mapped_column_that_is_absent_is_an_error_not_the_files_own_column(tmp_path, suffix):
+    csv_ds = read_ratings(write(tmp_path / "r.csv", HEADER + "".join(GOOD)))
+    rows = csv_ds.to_list()
+    path = tmp_path / f"r.{suffix}"
+    if suffix == "tsv":
+        write(path, "\t".join(rows[0]) + "\n" + "".join("\t".join(str(r[k]) for k in rows[0]) + "\n" for r in rows))
+    elif suffix == "jsonl":
+        write(path, "".join(json.dumps(r) + "\n" for r in rows))
+    elif suffix == "parquet":
+        csv_ds.to_parquet(str(path))
+    elif suffix == "saved":
+        csv_ds.save_to_disk(str(path))
+    else:
+        path = tmp_path / "r.csv"
+    with pytest.raises(InputError) as err:  # the file has an mt column: it must not be used in place of 'hyp'
+        read_ratings(path, columns={"mt": "hyp", "score": "quality_z"})
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(str(path))
+    assert "mapped column(s) not found: mt -> 'hyp', score -> 'quality_z'" in message and "'mt'" in message.split("columns are")[1]
+
+
+def test_score_with_a_mapped_column_that_is_absent_exits_with_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    write(tmp_path / "t.csv", HEADER + "".join(GOOD))
+    proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", "score", "--model", "chrf", "--data", "t.csv", "--mt-col", "nonexistent"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "t.csv: mapped column(s) not found: mt -> 'nonexistent'" in proc.stderr.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize(
     "body, row, problem",
     [

@@ -107,6 +107,10 @@ def test_bad_sources(two_sources, tiny_encoder):
     dm = RatingsDataModule(train=[{"path": str(da)}, {"path": str(mqm)}], encoder=str(tiny_encoder))
     with pytest.raises(LightningMetricsError, match="no column 'doc_id' to split validation by"):
         dm.setup("fit")
+    # a source's column mapping names a column the file lacks: an error naming it, never the file's own score column
+    dm = RatingsDataModule(train=[{"path": str(da), "columns": {"score": "quality_z"}}], encoder=str(tiny_encoder))
+    with pytest.raises(LightningMetricsError, match=r"da\.csv: mapped column\(s\) not found: score -> 'quality_z'; the file's columns are"):
+        dm.setup("fit")
 
 
 def test_source_group_sampler_keeps_a_source_together():

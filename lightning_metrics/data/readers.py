@@ -366,6 +366,9 @@ def _read_lines(path: str) -> list[str]:
 
 def _rename(name: str, table: dict[str, list], cmap: ColumnMap) -> dict[str, list]:
     renames = cmap.renames()
+    absent = [f"{field} -> {column!r}" for column, field in renames.items() if column not in table]
+    if absent:  # a mapped column that is not there must never fall back to the file's own column of that name
+        raise InputError(name, f"mapped column(s) not found: {', '.join(absent)}; the file's columns are {sorted(table)}")
     out = {}
     for col, values in table.items():
         target = renames.get(col, col)
