@@ -14,7 +14,7 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
-from lightning_metrics.cli_common import _add_column_flags, _add_encoder_flags, _columns, _subparser, _write_json, log
+from lightning_metrics.cli_common import _add_column_flags, _add_encoder_flags, _columns, _repeated_list_option, _subparser, _write_json, log
 from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
@@ -291,6 +291,11 @@ def main(argv: list[str] | None = None) -> int:
             return run_lightning(None if from_shell else argv)
         except LightningMetricsError as e:
             print(f"error: {e}", file=sys.stderr)
+            return 2
+    if argv and argv[0] in COMMANDS:
+        repeated = _repeated_list_option(COMMANDS[argv[0]][0](), argv[1:])
+        if repeated:
+            print(f"error: {argv[0]}: {repeated}", file=sys.stderr)
             return 2
     cfg = build_parser().parse_args(argv)
     _, run, _ = COMMANDS[cfg.command]

@@ -35,6 +35,21 @@ def _add_encoder_flags(parser) -> None:
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto", help=PRECISION_HELP)
 
 
+def _repeated_list_option(parser, args: list[str]) -> str | None:
+    """The error for an option of several values (``-r A B``) given more than once, else None:
+    argparse would keep the last occurrence alone and drop the others silently."""
+    seen: dict[int, str] = {}
+    owners = {flag: id(a) for a in parser._actions if a.nargs in ("+", "*") for flag in a.option_strings}
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in owners:
+            if owners[flag] in seen:
+                first = seen[owners[flag]]
+                return f"{first} given more than once: give all its values after one {first} (e.g. {first} A B)"
+            seen[owners[flag]] = flag
+    return None
+
+
 def _columns(cfg) -> dict:
     return {f: getattr(cfg, f"{f}_col") for f in ("src", "mt", "ref", "score", "system", "doc_id")}
 

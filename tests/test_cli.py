@@ -87,3 +87,16 @@ def test_console_script_quickstart(tmp_path):
     code = f"from lightning_metrics import load_metric; print(load_metric({str(tmp_path / 'ck' / 'quickstart')!r}).score(mt=['a cat'], ref=['the cat']).scores)"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0 and re.fullmatch(r"\[-?\d+\.\d+(e-?\d+)?\]\n", loaded.stdout), loaded.stderr[-2000:]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["score", "--model", "bleu", "-t", "h.txt", "-r", "r1.txt", "--references", "r2.txt"], "-r"),
+    (["evaluate", "--data", "t.csv", "--metrics", "chrf", "--metrics=bleu"], "--metrics"),
+    (["export", "--ensemble", "bleu", "--out", "x", "--ensemble", "chrf"], "--ensemble"),
+])
+def test_a_repeated_option_of_several_values_is_refused_not_cut_to_its_last(tmp_path, capsys, monkeypatch, argv, flag):
+    """argparse keeps only the last ``-r``: scoring against r2 alone would look like success."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {argv[0]}: {flag} given more than once: give all its values after one {flag} (e.g. {flag} A B)"]
