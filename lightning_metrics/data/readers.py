@@ -262,8 +262,11 @@ def _read_text(name: str, allow_empty: bool = False) -> str:
         line = prefix.count("\n") + 1
         row = line
         if Path(name).suffix.lower() in _TABULAR:  # count records, not lines: fields may hold newlines
-            records = list(csv.reader(io.StringIO(prefix)))
-            row = len(records) - (0 if prefix.endswith("\n") else 1)
+            try:
+                records = list(csv.reader(io.StringIO(prefix)))
+                row = len(records) - (0 if prefix.endswith("\n") else 1)
+            except csv.Error:  # the text before the bad bytes is no CSV either (NUL bytes, a huge field): say the line
+                pass
         raise InputError(name, f"undecodable bytes (not UTF-8) at byte {e.start}, line {line}", row=max(row, 1)) from None
 
 
