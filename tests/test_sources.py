@@ -107,6 +107,10 @@ def test_bad_sources(two_sources, tiny_encoder):
     dm = RatingsDataModule(train=[{"path": str(da)}, {"path": str(mqm)}], encoder=str(tiny_encoder))
     with pytest.raises(LightningMetricsError, match="no column 'doc_id' to split validation by"):
         dm.setup("fit")
+    # every row in one document: the validation split takes it all, and the error says so (not "row weights")
+    one_doc = _table(da.parent / "one.csv", [{"lp": "de-en", "src": f"s{i}", "mt": f"m{i}", "ref": f"r{i}", "score": i, "doc_id": "d"} for i in range(9)])
+    with pytest.raises(LightningMetricsError, match=r"one\.csv: the validation split took all 1 document\(s\) \(doc_id\): nothing is left to train on"):
+        RatingsDataModule(train=str(one_doc), encoder=str(tiny_encoder)).setup("fit")
     # a source's column mapping names a column the file lacks: an error naming it, never the file's own score column
     dm = RatingsDataModule(train=[{"path": str(da), "columns": {"score": "quality_z"}}], encoder=str(tiny_encoder))
     with pytest.raises(LightningMetricsError, match=r"da\.csv: mapped column\(s\) not found: score -> 'quality_z'; the file's columns are"):

@@ -248,6 +248,10 @@ class RatingsDataModule(MetricDataModule):
         else:
             keys = [f"{lp}\t{doc}" for lp, doc in zip(rows.get("lp", [""] * n), rows[source.split_by])]
         train_idx, val_idx = split_by_group(keys, self.val_fraction, self.seed)
+        if not train_idx:
+            unit = f"{len(set(keys))} document(s) ({source.split_by})" if source.split_by else f"{n} row(s)"
+            raise InputError(source.path, f"the validation split took all {unit}: nothing is left to train on; give a separate "
+                                          "data.val file or split by another column (split_by); data.val_fraction helps only with more documents")
         return {k: [v[i] for i in train_idx] for k, v in rows.items()}, {k: [v[i] for i in val_idx] for k, v in rows.items()}
 
     def _load(self) -> None:
