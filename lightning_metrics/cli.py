@@ -14,7 +14,8 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
-from lightning_metrics.cli_common import _add_column_flags, _add_encoder_flags, _columns, _repeated_list_option, _subparser, _write_json, log
+from lightning_metrics.cli_common import (_add_column_flags, _add_encoder_flags, _columns, _config_file_problem, _repeated_list_option,
+                                          _subparser, _write_json, log)
 from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
@@ -284,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     log.propagate = False
     from_shell = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    problem = _config_file_problem(argv)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if argv and argv[0] in LIGHTNING_COMMANDS:
         from lightning_metrics.training import run_lightning
 

@@ -50,6 +50,29 @@ def _repeated_list_option(parser, args: list[str]) -> str | None:
     return None
 
 
+def _config_file_problem(args: list[str]) -> str | None:
+    """The one-line error for a ``--config`` file that is missing or not valid YAML (else None), so
+    the user sees the file, line and column rather than the parser's usage text."""
+    import yaml
+
+    paths = [b for a, b in zip(args, args[1:]) if a == "--config"] + [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
+    for path in paths:
+        if not Path(path).exists() and any(c in path for c in ":{\n"):
+            continue  # an inline config string (jsonargparse takes those too)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            return f"{path}: cannot read the config file ({getattr(e, 'strerror', None) or e})"
+        try:
+            yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+            context = f" ({e.context})" if getattr(e, "context", None) else ""
+            return f"{path}: {where}YAML syntax error: {getattr(e, 'problem', None) or e}{context}"
+    return None
+
+
 def _columns(cfg) -> dict:
     return {f: getattr(cfg, f"{f}_col") for f in ("src", "mt", "ref", "score", "system", "doc_id")}
 

@@ -100,3 +100,14 @@ def test_a_repeated_option_of_several_values_is_refused_not_cut_to_its_last(tmp_
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {argv[0]}: {flag} given more than once: give all its values after one {flag} (e.g. {flag} A B)"]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "fit"])
+def test_a_config_with_a_yaml_syntax_error_names_file_line_and_column(tmp_path, capsys, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.yaml").write_text("metrics: [chrf\ndata: x.csv\n", encoding="utf-8")
+    assert main([command, "--config", "bad.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: bad.yaml: line 2, column 5: YAML syntax error: expected ',' or ']', but got ':' (while parsing a flow sequence)"]
+    assert main([command, "--config=missing.yaml"]) == 2
+    assert capsys.readouterr().err.strip() == "error: missing.yaml: cannot read the config file (No such file or directory)"
