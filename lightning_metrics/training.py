@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from pytorch_lightning.cli import LightningCLI
 
+from lightning_metrics.config_checks import check_training_config
 from lightning_metrics.data.modules import MetricDataModule
 from lightning_metrics.models.base import MetricModel
 from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
@@ -53,7 +54,8 @@ class MetricsCLI(LightningCLI):
             gpu = torch.cuda.is_available() and accelerator in ("auto", "gpu", "cuda")
             trainer.precision = "bf16-mixed" if gpu else "32-true"
         _warn_slow_cpu_bf16(trainer)
-        _check_data_paths(config)
+        files = [str(p) for p in (config.get("config") or [])]
+        check_training_config(config, ", ".join(files) if files else "the command line")
         frozen = float(config.model.init_args.get("nr_frozen_epochs") or 0) if config.get("model") else 0.0
         if frozen > 0 and trainer.get("strategy") in ("ddp", "ddp_spawn"):
             # a frozen encoder yields no gradients for a while: DDP must be told to expect that
@@ -75,22 +77,6 @@ def _warn_slow_cpu_bf16(trainer) -> None:
         warnings.warn(f"trainer.precision {precision} on a CPU without native bf16 (no AVX512-BF16 or AMX) is emulated and much "
                       "slower than 32-true (16x for a MiniLM step measured here); leave trainer.precision null for the "
                       "right default", stacklevel=2)
-
-
-def _check_data_paths(config) -> None:
-    """Fail before anything is built when a data path in the config does not exist."""
-    import glob
-
-    from lightning_metrics.errors import InputError
-
-    data = config.get("data")
-    args = data.get("init_args") if data is not None and hasattr(data, "get") else None
-    if args is None:
-        return
-    for key in ("train", "val", "data"):
-        value = args.get(key)
-        if isinstance(value, str) and not Path(value).exists() and not glob.glob(value):
-            raise InputError(value, f"data file not found (data.init_args.{key})")
 
 
 def run_lightning(argv: list[str] | None) -> int:

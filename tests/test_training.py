@@ -216,6 +216,11 @@ def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, rat
         (["--model.init_args.no_such_key", "1"], "no_such_key"),
         (["--data.init_args.train", "/nonexistent/ratings.csv"], "error: /nonexistent/ratings.csv: data file not found (data.init_args.train)"),
         (["--model.init_args.targets", "[quality]"], "missing required column 'quality'"),  # linked to the data
+        (["--data.init_args.normalise", "zz"], "config.yaml: data.init_args.normalise: 'zz' is not one of none, z, rank"),
+        (["--data.init_args.val_fraction", "1.5"], "config.yaml: data.init_args.val_fraction: 1.5 is outside (0, 1)"),
+        (["--model.init_args.pooling", "mean"], "config.yaml: model.init_args.pooling: 'mean' is not one of avg, max, cls"),
+        (["--data.init_args.train", "[/nonexistent/a.csv]"], "error: /nonexistent/a.csv: data file not found (data.init_args.train[0].path)"),
+        (["--data.init_args.train", "[{path: x.csv, wieght: 2}]"], "config.yaml: data.init_args.train[0]: unknown rating-source key(s) ['wieght']"),
     ],
 )
 def test_bad_config_fails_before_training(tiny_encoder, ratings, tmp_path, capsys, override, message):

@@ -212,7 +212,7 @@ class RatingsDataModule(MetricDataModule):
     With several sources, language pairs are named ``source:lp`` (validation logs each).
     """
 
-    def __init__(self, train: Union[str, list[dict]], val: Optional[str] = None, val_fraction: float = 0.1,
+    def __init__(self, train: Union[str, list[Union[str, dict]]], val: Optional[str] = None, val_fraction: float = 0.1,
                  val_split_by: Optional[str] = "doc_id", columns: Optional[dict] = None, on_invalid: str = "error",
                  normalise: str = "none", weight_by: Optional[str] = None, sampler: str = "length", encoder: str = "default",
                  targets: Sequence[str] = ("score",), batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0,
