@@ -16,6 +16,7 @@ from jsonargparse import ArgumentParser
 from lightning_metrics import __version__
 from lightning_metrics.cli_common import (_add_column_flags, _add_encoder_flags, _columns, _config_file_problem, _repeated_list_option,
                                           _subparser, _write_json, log)
+from lightning_metrics.cli_ranges import annotate, range_problem
 from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
@@ -273,7 +274,9 @@ def build_parser() -> ArgumentParser:
     parser.epilog = "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
     sub = parser.add_subcommands(dest="command")
     for name, (make, _, help_text) in COMMANDS.items():
-        sub.add_subcommand(name, make(), help=help_text)
+        command = make()
+        annotate(command, name)
+        sub.add_subcommand(name, command, help=help_text)
     return parser
 
 
@@ -304,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     cfg = build_parser().parse_args(argv)
     _, run, _ = COMMANDS[cfg.command]
+    outside = range_problem(cfg.command, getattr(cfg, cfg.command))
+    if outside:
+        print(f"error: {cfg.command}: {outside}", file=sys.stderr)
+        return 2
     try:
         return run(getattr(cfg, cfg.command))
     except LightningMetricsError as e:

@@ -111,3 +111,38 @@ def test_a_config_with_a_yaml_syntax_error_names_file_line_and_column(tmp_path, 
     assert err == ["error: bad.yaml: line 2, column 5: YAML syntax error: expected ',' or ']', but got ':' (while parsing a flow sequence)"]
     assert main([command, "--config=missing.yaml"]) == 2
     assert capsys.readouterr().err.strip() == "error: missing.yaml: cannot read the config file (No such file or directory)"
+
+
+def _range_cases():
+    """(command, argv, option, range) for every ranged option of every subcommand, with a value just outside it."""
+    from lightning_metrics.cli import COMMANDS
+    from lightning_metrics.cli_ranges import range_of
+
+    cases = []
+    for command, (make, _, _) in COMMANDS.items():
+        parser = make()
+        required = [x for a in parser._actions if a.required and a.option_strings for x in (a.option_strings[-1], "x")]
+        for action in parser._actions:
+            allowed = range_of(command, action.dest)
+            if allowed is None or not action.option_strings:
+                continue
+            bad = allowed.high + 0.5 if allowed.open else allowed.low - 1
+            bad = int(bad) if action.type in (int,) or "int" in str(action.type) else bad
+            values = ["1", str(bad)] if action.nargs == "+" else [str(bad)]
+            cases.append((command, [command, *required, action.option_strings[-1], *values], action.option_strings[-1], allowed))
+    return cases
+
+
+@pytest.mark.parametrize("command, argv, option, allowed", _range_cases(), ids=lambda v: v if isinstance(v, str) else None)
+def test_every_numeric_option_outside_its_range_is_one_line_naming_it(tmp_path, capsys, monkeypatch, command, argv, option, allowed):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {command}: {option}: ") and err[0].endswith(f"is not {allowed}"), err
+
+
+def test_ranges_are_shown_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "significance level that decides the winner (in (0, 1))" in text and "paired bootstrap resamples (at least 1)" in text
