@@ -126,14 +126,14 @@ def _rerank_parser() -> ArgumentParser:
 
 
 def run_rerank(cfg) -> int:
-    from lightning_metrics.data.readers import read_columns, read_parallel_text
+    from lightning_metrics.data.readers import read_columns, read_parallel_text, rename_columns
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.rerank import group_lines, group_table, rerank
 
     metric = load_metric(cfg.model, precision=cfg.precision)
     if cfg.data:
         table = read_columns(cfg.data)
-        table = {("source_id" if k == cfg.source_id_col else k): v for k, v in table.items()}
+        table = rename_columns(cfg.data, table, {cfg.source_id_col: "source_id"})
         if cfg.lp is not None:
             keep = [i for i, x in enumerate(table.get("lp") or []) if x == cfg.lp]
             if not keep:

@@ -82,3 +82,12 @@ def test_chunks_keep_each_sources_pairs_together():
     # a WMT table: every system's output of a segment shares its reference, so they group together
     table = {"mt": ["a1", "b1", "a2", "b2"], "ref": ["r1", "r2", "r1", "r2"]}
     assert chunk_order(table) == [0, 2, 1, 3]
+
+
+def test_a_mapped_source_id_column_must_exist(tmp_path, capsys):
+    """--source-id-col names the grouping column: when it is absent, the file's own source_id is not used silently."""
+    from lightning_metrics.cli import main
+
+    (tmp_path / "c.csv").write_text("source_id,mt,src\n0,a,x\n0,b,x\n1,c,y\n1,d,y\n", encoding="utf-8")
+    assert main(["rerank", "--model", "chrf", "--data", str(tmp_path / "c.csv"), "--source-id-col", "sid", "--mode", "mbr"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'c.csv'}: mapped column(s) not found: source_id -> 'sid'; the file's columns are ['mt', 'source_id', 'src']"

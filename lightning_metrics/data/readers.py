@@ -79,7 +79,7 @@ def read_ratings(
 def read_table(source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train") -> dict[str, list]:
     """The columns of a table or dataset, renamed to canonical names by ``columns`` (no validation)."""
     name = str(source)
-    return _rename(name, _load_columns(name, split), ColumnMap.from_any(columns))
+    return rename_columns(name, _load_columns(name, split), ColumnMap.from_any(columns).renames())
 
 
 def check_table(
@@ -367,8 +367,10 @@ def _read_lines(path: str) -> list[str]:
 # --- validation ----------------------------------------------------------------------------
 
 
-def _rename(name: str, table: dict[str, list], cmap: ColumnMap) -> dict[str, list]:
-    renames = cmap.renames()
+def rename_columns(name: str, table: dict[str, list], renames: dict[str, str]) -> dict[str, list]:
+    """``table`` with each column ``c`` of ``renames`` (file name -> canonical name) renamed; a mapped
+    column that is absent, or a canonical name the file already uses, is an error naming ``name``."""
+    renames = {column: field for column, field in renames.items() if column != field}
     absent = [f"{field} -> {column!r}" for column, field in renames.items() if column not in table]
     if absent:  # a mapped column that is not there must never fall back to the file's own column of that name
         raise InputError(name, f"mapped column(s) not found: {', '.join(absent)}; the file's columns are {sorted(table)}")
