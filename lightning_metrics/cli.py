@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from argparse import ArgumentError
 from pathlib import Path
 from typing import Optional
 
@@ -269,7 +270,8 @@ LIGHTNING_COMMANDS = ("fit", "validate", "test")
 
 
 def build_parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="lightning-metrics", description="Train learned text-generation metrics and score with them.")
+    parser = ArgumentParser(prog="lightning-metrics", description="Train learned text-generation metrics and score with them.",
+                            exit_on_error=False)
     parser.add_argument("--version", action="version", version=f"lightning-metrics {__version__}")
     parser.epilog = "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
     sub = parser.add_subcommands(dest="command")
@@ -305,7 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         if repeated:
             print(f"error: {argv[0]}: {repeated}", file=sys.stderr)
             return 2
-    cfg = build_parser().parse_args(argv)
+    try:
+        cfg = build_parser().parse_args(argv)
+    except ArgumentError as e:  # one line naming the option; --help lists them all
+        command = argv[0] if argv and argv[0] in COMMANDS else ""
+        where = f"{command}: " if command else ""
+        print(f"error: {where}{' '.join(str(e).split())} (lightning-metrics {command} --help lists the options)".replace("  ", " "),
+              file=sys.stderr)
+        return 2
     _, run, _ = COMMANDS[cfg.command]
     outside = range_problem(cfg.command, getattr(cfg, cfg.command))
     if outside:

@@ -13,7 +13,7 @@ log = logging.getLogger("lightning_metrics")
 
 
 def _subparser(description: str) -> ArgumentParser:
-    parser = ArgumentParser(description=description)
+    parser = ArgumentParser(description=description, exit_on_error=False)  # main() prints one line, not the usage
     parser.add_argument("--config", action=ActionConfigFile, help="YAML/JSON file with any of these options")
     return parser
 

@@ -146,3 +146,14 @@ def test_ranges_are_shown_in_help(capsys):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "significance level that decides the winner (in (0, 1))" in text and "paired bootstrap resamples (at least 1)" in text
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["score", "--model", "bleu", "--seed", "abc"], "error: score: Parser key \"seed\": Expected a <class 'int'>. Got value: abc"),
+    (["evaluate", "--data", "x.csv", "--nope", "1"], "error: evaluate: unrecognized arguments: --nope 1"),
+    (["score", "-t", "h.txt"], "error: score: the following arguments are required: score.model"),
+])
+def test_a_parse_error_is_one_line_naming_the_option_not_the_usage_text(capsys, argv, line):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"{line} (lightning-metrics {argv[0]} --help lists the options)"]
