@@ -11,10 +11,16 @@ import glob
 import math
 from pathlib import Path
 
+from lightning_metrics.data.modules import SAMPLERS
+from lightning_metrics.data.readers import ON_INVALID
+from lightning_metrics.data.sources import NORMALISATIONS, RatingSource
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.models.losses import LOSSES
+from lightning_metrics.models.modules import LAYER_TRANSFORMS, POOLINGS
 
-DATA_CHOICES = {"normalise": ("none", "z", "rank"), "sampler": ("length", "source"), "on_invalid": ("error", "skip")}
-MODEL_CHOICES = {"loss": ("mse", "huber"), "layer_transform": ("softmax", "sparsemax"), "pooling": ("avg", "max", "cls")}
+# the allowed values come from the modules that own each setting
+DATA_CHOICES = {"normalise": NORMALISATIONS, "sampler": SAMPLERS, "on_invalid": ON_INVALID}
+MODEL_CHOICES = {"loss": LOSSES, "layer_transform": LAYER_TRANSFORMS, "pooling": POOLINGS}
 POSITIVE = ("batch_size", "max_length")  # data keys that count something: at least 1
 
 
@@ -50,8 +56,6 @@ def _check_choices(args: dict, choices: dict, part: str, where: str) -> None:
 
 def _check_paths(args: dict, where: str) -> None:
     """Data files must exist; each rating source of a ``train`` list must be one (keys, path, weight)."""
-    from lightning_metrics.data.sources import RatingSource
-
     for key in ("val", "data"):
         _check_file(args.get(key), f"data.init_args.{key}")
     train = args.get("train")

@@ -8,6 +8,10 @@ import torch
 from torch import nn
 
 
+LAYER_TRANSFORMS = ("softmax", "sparsemax")
+POOLINGS = ("avg", "max", "cls")
+
+
 class LayerMix(nn.Module):
     """Scalar mix of all hidden layers (embeddings included), times a learned scale.
 
@@ -19,8 +23,8 @@ class LayerMix(nn.Module):
 
     def __init__(self, n_layers: int, dropout: float = 0.0, transform: str = "softmax"):
         super().__init__()
-        if transform not in ("softmax", "sparsemax"):
-            raise ValueError(f"layer_transform must be softmax or sparsemax, got {transform!r}")
+        if transform not in LAYER_TRANSFORMS:
+            raise ValueError(f"layer_transform must be one of {LAYER_TRANSFORMS}, got {transform!r}")
         self.weights = nn.Parameter(torch.zeros(n_layers))
         self.gamma = nn.Parameter(torch.ones(1))
         self.dropout, self.transform = dropout, transform
@@ -51,7 +55,7 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, method: str = "avg"
         return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp_min(1.0)
     if method == "max":
         return hidden.masked_fill(mask == 0, torch.finfo(hidden.dtype).min).amax(dim=1)
-    raise ValueError(f"pooling must be avg, max or cls, got {method!r}")
+    raise ValueError(f"pooling must be one of {POOLINGS}, got {method!r}")
 
 
 class FeedForward(nn.Sequential):
