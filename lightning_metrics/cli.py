@@ -269,16 +269,17 @@ COMMANDS = {
 LIGHTNING_COMMANDS = ("fit", "validate", "test")
 
 
-def build_parser() -> ArgumentParser:
+def build_parser(commands: dict | None = None) -> ArgumentParser:
+    """The ``lightning-metrics`` parser; ``commands`` (name -> sub-parser) are built here when not given."""
+    commands = commands or {name: make() for name, (make, _, _) in COMMANDS.items()}
     parser = ArgumentParser(prog="lightning-metrics", description="Train learned text-generation metrics and score with them.",
                             exit_on_error=False)
     parser.add_argument("--version", action="version", version=f"lightning-metrics {__version__}")
     parser.epilog = "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
     sub = parser.add_subcommands(dest="command")
-    for name, (make, _, help_text) in COMMANDS.items():
-        command = make()
-        annotate(command, name)
-        sub.add_subcommand(name, command, help=help_text)
+    for name, (_, _, help_text) in COMMANDS.items():
+        annotate(commands[name], name)
+        sub.add_subcommand(name, commands[name], help=help_text)
     return parser
 
 
@@ -302,13 +303,14 @@ def main(argv: list[str] | None = None) -> int:
         except LightningMetricsError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+    commands = {name: make() for name, (make, _, _) in COMMANDS.items()}  # built once: checked here, then parsed with
     if argv and argv[0] in COMMANDS:
-        repeated = _repeated_list_option(COMMANDS[argv[0]][0](), argv[1:])
+        repeated = _repeated_list_option(commands[argv[0]], argv[1:])
         if repeated:
             print(f"error: {argv[0]}: {repeated}", file=sys.stderr)
             return 2
     try:
-        cfg = build_parser().parse_args(argv)
+        cfg = build_parser(commands).parse_args(argv)
     except ArgumentError as e:  # one line naming the option; --help lists them all
         command = argv[0] if argv and argv[0] in COMMANDS else ""
         where = f"{command}: " if command else ""
