@@ -7,7 +7,6 @@ shards of a corpus together hold exactly the rows of an unsharded run.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
@@ -19,6 +18,7 @@ from typing import Sequence
 
 from data_gen.perturbations import REGISTRY, Compound, build, combined_severity, names
 from data_gen.signals import ALL_SIGNALS, BERTSCORE_SIGNALS, LEXICAL_SIGNALS, bertscore_signals, lexical_signals, score_from_severity
+from lightning_metrics.atomic import atomic_path, write_json
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.parallel import map_chunks
 
@@ -188,12 +188,9 @@ def write_dataset(columns: dict[str, list], out_dir: str | os.PathLike, shard: t
     i, n = shard
     stem = f"data-{i:05d}-of-{n:05d}"
     target = out / f"{stem}.parquet"
-    tmp = out / f".{stem}.parquet.tmp"
-    pq.write_table(pa.table(columns), tmp)
-    tmp.replace(target)
-    meta_tmp = out / f".{stem}.json.tmp"
-    meta_tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    meta_tmp.replace(out / f"{stem}.json")
+    with atomic_path(target) as tmp:
+        pq.write_table(pa.table(columns), tmp)
+    write_json(out / f"{stem}.json", metadata, sort_keys=True)
     return target
 
 
@@ -216,7 +213,7 @@ def summary_table(columns: dict[str, list], signals: Sequence[str]) -> str:
 
 def remove_stale(out_dir: Path) -> None:
     """Drop temp files a crashed run left behind (never finished shards)."""
-    for tmp in Path(out_dir).glob(".data-*.tmp"):
+    for tmp in Path(out_dir).glob(".data-*.tmp-*"):
         tmp.unlink(missing_ok=True)
 
 

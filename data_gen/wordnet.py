@@ -14,6 +14,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
+from lightning_metrics.atomic import atomic_path, write_text
 from lightning_metrics.errors import LightningMetricsError
 
 DEBIAN_DIR = Path("/usr/share/wordnet")
@@ -50,14 +51,11 @@ def _debian_as_nltk_data(source: Path) -> Path:
     for item in source.iterdir():
         link = target / item.name
         if item.is_file() and not link.exists():
-            tmp = target / f".{item.name}.{os.getpid()}"
-            shutil.copyfile(item, tmp)
-            tmp.replace(link)
+            with atomic_path(link) as tmp:
+                shutil.copyfile(item, tmp)
     lexnames = target / "lexnames"
     if not lexnames.exists():
-        tmp = target / f".lexnames.{os.getpid()}"
-        tmp.write_text("".join(f"{i:02d}\t{entry.replace(' ', chr(9))}\n" for i, entry in enumerate(LEXNAMES)))
-        tmp.replace(lexnames)
+        write_text(lexnames, "".join(f"{i:02d}\t{entry.replace(' ', chr(9))}\n" for i, entry in enumerate(LEXNAMES)))
     return root
 
 
@@ -119,8 +117,5 @@ def example_sentences(min_words: int = 5, max_words: int = 30) -> list[str]:
                     if text[-1] not in ".!?":
                         text += "."
                     seen.setdefault(text, None)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
-    tmp.write_text("".join(f"{line}\n" for line in seen), encoding="utf-8")
-    tmp.replace(cached)
+    write_text(cached, "".join(f"{line}\n" for line in seen))
     return list(seen)

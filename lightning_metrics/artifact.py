@@ -23,11 +23,11 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lightning_metrics.atomic import atomic_folder
 from lightning_metrics.errors import InputError, LightningMetricsError
 
 log = logging.getLogger(__name__)
@@ -75,27 +75,13 @@ def write_export(target: str | os.PathLike, meta: dict, fill: Callable[[Path], N
     target = Path(target)
     if target.exists() and not force:
         raise LightningMetricsError(f"{target} exists; pass --force to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with atomic_folder(target) as tmp:
         fill(tmp)
         requires = sorted([*(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()), CARD])
         meta = {**meta, "format_version": FORMAT_VERSION, "requires": requires}
         (tmp / METADATA).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (tmp / CARD).write_text(card, encoding="utf-8")
         (tmp / MANIFEST).write_text(json.dumps(_manifest_of(tmp), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            target.rename(old)
-            tmp.rename(target)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

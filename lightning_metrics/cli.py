@@ -15,7 +15,7 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
-from lightning_metrics.cli_common import (_add_column_flags, _add_encoder_flags, _columns, _config_file_problem, _repeated_list_option,
+from lightning_metrics.cli_common import (_add_column_flags, _add_device_flag, _add_encoder_flags, _columns, _config_file_problem, _repeated_list_option,
                                           _subparser, _write_json, log)
 from lightning_metrics.cli_ranges import annotate, range_problem
 from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
@@ -51,7 +51,7 @@ def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> 
     group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
     group.add_argument(f"--{prefix}baseline", type=Optional[str], default=None, help="baseline JSON from bertscore-baseline, to rescale")
     _add_encoder_flags(group)
-    group.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
+    _add_device_flag(group)
 
 
 def _bertscore_options(cfg) -> dict:
@@ -93,7 +93,7 @@ def _baseline_parser() -> ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--idf", type=bool, default=False, help="IDF-weighted baseline (IDF over the corpus)")
     _add_encoder_flags(p)
-    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
+    _add_device_flag(p)
     return p
 
 
@@ -148,7 +148,7 @@ def _probe_parser() -> ArgumentParser:
     p.add_argument("--n", type=int, default=300, help="sentences per perturbation")
     p.add_argument("--seed", type=int, default=0)
     _add_encoder_flags(p)
-    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
+    _add_device_flag(p)
     return p
 
 
@@ -187,7 +187,7 @@ def _export_parser() -> ArgumentParser:
     p.add_argument("--weights", type=float, nargs="+", default=None, help="with --ensemble: one weight per member (default equal)")
     p.add_argument("--max-rows", type=int, default=5000, help="with --ensemble: rows of --data used for the statistics (seeded sample)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
+    _add_device_flag(p)
     return p
 
 

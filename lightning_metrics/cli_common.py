@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Optional
 
 from jsonargparse import ActionConfigFile, ArgumentParser
+
+from lightning_metrics.atomic import write_json
 
 log = logging.getLogger("lightning_metrics")
 
@@ -33,6 +34,11 @@ def _add_encoder_flags(parser) -> None:
     """``--batch-size`` and ``--precision``, as every encoder-running subcommand takes them."""
     parser.add_argument("--batch-size", type=Optional[int], default=None, help=BATCH_HELP)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto", help=PRECISION_HELP)
+
+
+def _add_device_flag(parser) -> None:
+    """``--device``, as every subcommand that runs a model takes it."""
+    parser.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
 
 
 def _repeated_list_option(parser, args: list[str]) -> str | None:
@@ -78,15 +84,6 @@ def _columns(cfg) -> dict:
 
 
 def _write_json(path: str, payload: dict) -> None:
-    """Write JSON atomically: a temp file beside the target, then a rename."""
-    _write_text(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+    """Write a report's JSON atomically and log where."""
+    write_json(path, payload, allow_nan=True)
     log.info("wrote %s", path)
-
-
-def _write_text(path: str, text: str) -> None:
-    """Write text atomically: a temp file beside the target, then a rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)

@@ -6,8 +6,10 @@ from typing import Optional
 
 from jsonargparse import ArgumentParser
 
-from lightning_metrics.cli_common import _add_column_flags, _add_encoder_flags, _columns, _subparser, _write_json, _write_text
+from lightning_metrics.atomic import write_text
+from lightning_metrics.cli_common import _add_column_flags, _add_device_flag, _add_encoder_flags, _columns, _subparser, _write_json
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.tables import take_rows
 
 
 def _score_parser() -> ArgumentParser:
@@ -21,7 +23,7 @@ def _score_parser() -> ArgumentParser:
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
     p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
     _add_encoder_flags(p)
-    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
+    _add_device_flag(p)
     p.add_argument("--devices", type=int, default=1, help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept")
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
@@ -120,7 +122,7 @@ def _rerank_parser() -> ArgumentParser:
     p.add_argument("--out", type=Optional[str], default=None, help="write the chosen candidate per source, one per line")
     p.add_argument("--json", type=Optional[str], default=None, help="write each source's choice (index, text, score)")
     _add_encoder_flags(p)
-    p.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, ...")
+    _add_device_flag(p)
     p.add_argument("--quiet", type=bool, default=False, help="no progress bars, no per-source lines")
     return p
 
@@ -138,7 +140,7 @@ def run_rerank(cfg) -> int:
             keep = [i for i, x in enumerate(table.get("lp") or []) if x == cfg.lp]
             if not keep:
                 raise InputError(cfg.data, f"no rows of language pair {cfg.lp!r}")
-            table = {k: [v[i] for i in keep] for k, v in table.items()}
+            table = take_rows(table, keep)
         candidates, src, ref = group_table(table, cfg.data)
     elif cfg.candidates and cfg.num_candidates:
         candidates = group_lines(read_parallel_text(cfg.candidates)["mt"][0], cfg.num_candidates, cfg.candidates)
@@ -153,7 +155,7 @@ def run_rerank(cfg) -> int:
     if not cfg.quiet:
         print("\n".join(f"source {c.source}\tcandidate {c.index}\tscore: {c.score:.4f}\t{c.text}" for c in choices))
     if cfg.out:
-        _write_text(cfg.out, "".join(c.text + "\n" for c in choices))
+        write_text(cfg.out, "".join(c.text + "\n" for c in choices))
     if cfg.json:
         _write_json(cfg.json, {"model": cfg.model, "choices": [c.__dict__ for c in choices]})
     print(f"chose among {len(candidates[0])} candidates for {len(choices)} sources with {cfg.model}")

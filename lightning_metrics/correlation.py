@@ -147,18 +147,6 @@ def _correlate_task(tasks: list[tuple]) -> list[Correlations]:
     return [correlate(*task) for task in tasks]
 
 
-def correlate_groups(
-    metric: Sequence[float],
-    human: Sequence[float],
-    groups: Sequence[str] | None = None,
-    systems: Sequence[str] | None = None,
-    bootstrap: int = 0,
-    seed: int = 0,
-) -> dict[str, Correlations]:
-    """:func:`correlate` per group (sorted group names); one group ``"all"`` when ``groups`` is None."""
-    return correlate_metrics({"metric": metric}, human, groups, systems, bootstrap, seed)["metric"]
-
-
 def correlate_metrics(
     metrics: dict[str, Sequence[float]],
     human: Sequence[float],
@@ -168,7 +156,8 @@ def correlate_metrics(
     seed: int = 0,
     num_proc: int = 1,
 ) -> dict[str, dict[str, Correlations]]:
-    """:func:`correlate_groups` for several metrics at once: ``{metric: {group: Correlations}}``.
+    """:func:`correlate` per group (sorted group names; one group ``"all"`` when ``groups`` is None)
+    for several metrics at once: ``{metric: {group: Correlations}}``.
 
     With ``num_proc > 1`` and bootstrapping on, the (metric, group) cells run in parallel
     processes; the numbers equal a serial run's (every cell uses ``seed``).

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from lightning_metrics.atomic import atomic_path
 
 
 def _pyplot():
@@ -26,10 +27,8 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-    fig.savefig(tmp, bbox_inches="tight")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, bbox_inches="tight")
     return path
 
 

@@ -19,7 +19,6 @@ writes, and one-line errors for a checkpoint that cannot be resumed from.
 from __future__ import annotations
 
 import itertools
-import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,6 +26,7 @@ import torch
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from torch.utils.data import DataLoader
 
+from lightning_metrics.atomic import atomic_path
 from lightning_metrics.errors import InputError
 
 
@@ -86,17 +86,8 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(self, checkpoint: dict, path, storage_options: Optional[Any] = None) -> None:
         if "://" in str(path):  # remote storage: Lightning's own (fsspec transaction) writer
             return super().save_checkpoint(checkpoint, path, storage_options)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            with tmp.open("wb") as f:
-                self._write(checkpoint, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_path(path) as tmp, tmp.open("wb") as f:
+            self._write(checkpoint, f)
 
     def _write(self, checkpoint: dict, f) -> None:
         torch.save(checkpoint, f)

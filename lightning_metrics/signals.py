@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from lightning_metrics.atomic import atomic_path
 from lightning_metrics.errors import LightningMetricsError
 
 LEXICAL_SIGNALS = ("bleu", "chrf", "rouge1", "rouge2", "rougeL")
@@ -96,8 +97,6 @@ def compute_signals(spec: SignalSpec, mt: Sequence[str], ref: Sequence[str], cac
         block = np.stack([np.asarray(values[n], dtype=np.float64) for n in spec.names], axis=1)
         known.update(zip(todo, block))
         if cache_file is not None:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_name(f".{cache_file.name}.tmp-{os.getpid()}.npz")
-            np.savez(tmp, keys=np.asarray(list(known)), values=np.stack(list(known.values())))
-            tmp.replace(cache_file)
+            with atomic_path(cache_file) as tmp:
+                np.savez(tmp, keys=np.asarray(list(known)), values=np.stack(list(known.values())))
     return np.stack([known[k] for k in keys]) if keys else np.zeros((0, len(spec.names)))

@@ -10,7 +10,6 @@ model's, so a config states them once (a value given for the data is replaced by
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import torch
 from pytorch_lightning.cli import LightningCLI

@@ -4,7 +4,6 @@ relative ranks from DA, synthetic ranking, sparsemax layer mixing and DDP valida
 import csv
 import json
 
-import numpy as np
 import pytest
 import pytorch_lightning as pl
 import torch

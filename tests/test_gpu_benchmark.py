@@ -4,7 +4,6 @@ so benchmarks/gpu/bench.py cannot rot where no GPU is available. unbabel-comet j
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

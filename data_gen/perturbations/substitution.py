@@ -8,7 +8,6 @@ from functools import lru_cache
 from data_gen.perturbations.base import Perturbation, finish, is_content_word, match_case, register, tokenize
 from data_gen.wordnet import load_wordnet
 
-WN_POS = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r"}
 VERB_CONTEXT = frozenset("can could will would shall should must may might to i you we they he she".split())
 
 
@@ -70,7 +69,7 @@ class Synonym(Perturbation):
     severity = 0.15
 
     def apply(self, sentence: str, rng: random.Random) -> str | None:
-        wn = load_wordnet()
+        load_wordnet()  # WordNetNotFound before any work, not on the first content word
         tokens = tokenize(sentence)
         candidates = [i for i, t in enumerate(tokens) if is_content_word(t)]
         rng.shuffle(candidates)

@@ -19,6 +19,7 @@ from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.inference import GPU_BATCH_TOKENS
 from lightning_metrics.resume import ResumableLoader
 from lightning_metrics.signals import ALL_SIGNALS, SignalSpec, compute_signals
+from lightning_metrics.tables import concat_tables, n_rows, take_rows
 
 SAMPLERS = ("length", "source")
 log = logging.getLogger(__name__)
@@ -97,9 +98,8 @@ class MetricDataModule(pl.LightningDataModule):
     def summary(self) -> dict:
         """What the model was trained on, for model cards: source, row counts, language pairs."""
         source = getattr(self, "train_path", None) or getattr(self, "data", None)
-        count = lambda rows: len(next(iter(rows.values()))) if rows else 0  # noqa: E731
-        return {"source": str(source), "kind": type(self).__name__, "train_rows": count(self.train_rows),
-                "val_rows": count(self.val_rows), "language_pairs": list(self.lp_names)}
+        return {"source": str(source), "kind": type(self).__name__, "train_rows": n_rows(self.train_rows),
+                "val_rows": n_rows(self.val_rows), "language_pairs": list(self.lp_names)}
 
     @property
     def model(self):
@@ -240,7 +240,7 @@ class RatingsDataModule(MetricDataModule):
         return _columns_of(read_ratings(path, columns=columns if columns is not None else self.columns, required=required, on_invalid=self.on_invalid))
 
     def _split(self, source: RatingSource, rows: dict[str, list]) -> tuple[dict, dict]:
-        n = _n(rows)
+        n = n_rows(rows)
         if source.split_by is None:
             keys = [str(i) for i in range(n)]
         elif source.split_by not in rows:
@@ -252,14 +252,14 @@ class RatingsDataModule(MetricDataModule):
             unit = f"{len(set(keys))} document(s) ({source.split_by})" if source.split_by else f"{n} row(s)"
             raise InputError(source.path, f"the validation split took all {unit}: nothing is left to train on; give a separate "
                                           "data.val file or split by another column (split_by); data.val_fraction helps only with more documents")
-        return {k: [v[i] for i in train_idx] for k, v in rows.items()}, {k: [v[i] for i in val_idx] for k, v in rows.items()}
+        return take_rows(rows, train_idx), take_rows(rows, val_idx)
 
     def _load(self) -> None:
         several = len(self.sources) > 1
         parts = []
         for source in self.sources:
             rows = source.select(self._read(source.path, source.columns))
-            n = _n(rows)
+            n = n_rows(rows)
             rows["source"] = [source.label] * n
             if several:  # one language pair in two sources is two groups
                 rows["lp"] = [f"{source.label}:{lp}" for lp in rows.get("lp", ["all"] * n)]
@@ -269,16 +269,16 @@ class RatingsDataModule(MetricDataModule):
                 parts.append(self._split(source, rows))
             else:
                 parts.append((rows, {}))
-        self.train_rows = _concat([p[0] for p in parts])
-        self.val_rows = self._read(self.val_path) if self.val_path is not None else _concat([p[1] for p in parts])
+        self.train_rows = concat_tables([p[0] for p in parts])
+        self.val_rows = self._read(self.val_path) if self.val_path is not None else concat_tables([p[1] for p in parts])
         if self.val_path is not None:
-            self.val_rows["source"] = [self.sources[0].label] * _n(self.val_rows)
+            self.val_rows["source"] = [self.sources[0].label] * n_rows(self.val_rows)
         self._prepare_targets()
 
     def _prepare_targets(self) -> None:
         train, val = self.train_rows, self.val_rows
-        n_train = _n(train)
-        groups = lambda rows: [f"{s}\t{lp}" for s, lp in zip(rows["source"], rows.get("lp", ["all"] * _n(rows)))]  # noqa: E731
+        n_train = n_rows(train)
+        groups = lambda rows: [f"{s}\t{lp}" for s, lp in zip(rows["source"], rows.get("lp", ["all"] * n_rows(rows)))]  # noqa: E731
         if self.normalise != "none" and "score" in train:
             pooled = {g: g.split("\t")[0] for g in groups(train) + groups(val)}
             train_raw, train_groups = list(train["score"]), groups(train)
@@ -292,7 +292,7 @@ class RatingsDataModule(MetricDataModule):
             rows["source_id"] = [self.source_names.index(s) for s in rows["source"]]
         key = "src" if "src" in train else "ref"
         if key in train:
-            ids = group_ids([*train["source"], *val["source"]], [*train.get("lp", [""] * n_train), *val.get("lp", [""] * _n(val))],
+            ids = group_ids([*train["source"], *val["source"]], [*train.get("lp", [""] * n_train), *val.get("lp", [""] * n_rows(val))],
                             [*train[key], *val[key]])
             train["group"], val["group"] = ids[:n_train], ids[n_train:]
 
@@ -303,19 +303,6 @@ class RatingsDataModule(MetricDataModule):
                            "val_rows": count(self.val_rows, s.label)} for s in self.sources]
         out["normalise"], out["weight_by"] = self.normalise, self.weight_by
         return out
-
-
-def _n(rows: dict[str, list]) -> int:
-    return len(next(iter(rows.values()))) if rows else 0
-
-
-def _concat(parts: list[dict[str, list]]) -> dict[str, list]:
-    """Row tables joined; columns that some parts lack are dropped, except the canonical ones."""
-    parts = [p for p in parts if p]
-    if not parts:
-        return {}
-    keys = [k for k in parts[0] if all(k in p for p in parts)]
-    return {k: [v for p in parts for v in p[k]] for k in keys}
 
 
 def generate_files(data: str) -> list[str]:
@@ -354,5 +341,4 @@ class PretrainDataModule(MetricDataModule):
         if missing:
             raise InputError(self.data, f"this model reads {list(self.text_fields)} but the generate output has no {missing} (run generate on a parallel corpus for src)")
         train_idx, val_idx = split_by_group([str(x) for x in rows["sentence_id"]], self.val_fraction, self.seed)
-        self.train_rows = {k: [v[i] for i in train_idx] for k, v in rows.items()}
-        self.val_rows = {k: [v[i] for i in val_idx] for k, v in rows.items()}
+        self.train_rows, self.val_rows = take_rows(rows, train_idx), take_rows(rows, val_idx)

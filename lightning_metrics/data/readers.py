@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from lightning_metrics.errors import InputError
+from lightning_metrics.tables import take_rows
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def check_table(
         log.warning("%s: skipped %d of %d rows (%s)", name, n_rows - len(keep), n_rows, detail)
         if not keep:
             raise InputError(name, f"every row was invalid ({detail})")
-        table = {k: [v[i] for i in keep] for k, v in table.items()}
+        table = take_rows(table, keep)
     for column in {*required, "score"} & set(table):
         if column not in TEXT_COLUMNS:
             table[column] = [float(v) for v in table[column]]

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.tables import take_rows
 
 NORMALISATIONS = ("none", "z", "rank")
 
@@ -54,7 +55,7 @@ class RatingSource:
         keep = [i for i, lp in enumerate(rows["lp"]) if (self.lps is None or lp in self.lps) and lp not in (self.exclude_lps or ())]
         if not keep:
             raise InputError(self.path, f"no rows left after choosing language pairs (lps {self.lps}, exclude_lps {self.exclude_lps})")
-        return {k: [v[i] for i in keep] for k, v in rows.items()}
+        return take_rows(rows, keep)
 
     @classmethod
     def from_any(cls, value) -> "RatingSource":

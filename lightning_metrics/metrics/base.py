@@ -10,8 +10,8 @@ import numpy as np
 
 from lightning_metrics import __version__
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.tables import take_rows
 
-FIELDS = ("src", "mt", "ref")
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class Metric(ABC):
             raise LightningMetricsError(f"multi_ref must be max or mean, got {multi_ref!r}")
         refs = [[r] if isinstance(r, str) else list(r) for r in columns["ref"]]
         owner = [i for i, rs in enumerate(refs) for _ in rs]
-        flat = {k: [v[i] for i in owner] for k, v in columns.items() if k != "ref"}
+        flat = take_rows({k: v for k, v in columns.items() if k != "ref"}, owner)
         flat["ref"] = [r for rs in refs for r in rs]
         result = self.score(flat["mt"], flat["ref"], flat.get("src"), multi_ref=multi_ref, **options)
         values, std = np.asarray(result.scores), result.extra.get("std")

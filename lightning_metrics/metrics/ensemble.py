@@ -21,6 +21,7 @@ from lightning_metrics.artifact import Export, is_exported, write_export
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.metrics.base import Metric, Signature
 from lightning_metrics.metrics.builtin import builtin, builtin_scores, canonical_name
+from lightning_metrics.tables import take_rows
 
 FAMILY = "Ensemble"
 MEMBERS = "members"
@@ -147,7 +148,7 @@ def _sample(data, fields: Sequence[str], max_rows: int, seed: int) -> dict[str, 
         raise InputError(str(data) if isinstance(data, (str, Path)) else "data", f"the members read {missing}, which the data lacks")
     n = len(table["mt"])
     pick = np.sort(np.random.default_rng(seed).permutation(n)[:max_rows]) if n > max_rows else np.arange(n)
-    return {f: [table[f][i] for i in pick] for f in fields}
+    return take_rows({f: table[f] for f in fields}, pick)
 
 
 def ensemble_card(name: str, meta: dict) -> str:

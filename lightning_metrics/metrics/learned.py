@@ -27,6 +27,7 @@ from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_e
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.inference import CPU_BATCH_ROWS, batch_limits, check_precision, dtype_of, length_batches, resolve_precision, to_device
 from lightning_metrics.metrics.base import Metric, Signature
+from lightning_metrics.tables import take_rows
 
 MAX_LENGTH = 512  # default tokens per sequence (the encoder's limit when smaller), as COMET
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ class LearnedMetric(Metric):
         with torch.inference_mode(), tqdm(total=n, unit="seg", disable=not progress, desc="scoring") as bar:
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
-                rows = {k: [v[i] for i in chunk] for k, v in columns.items()}
+                rows = take_rows(columns, chunk)
                 extra = None if signals is None else torch.tensor(signals[chunk], dtype=torch.float32)
                 if sentences:
                     scores = self._chunk_sentences(rows, limits, target, bar, extra)
@@ -228,7 +229,7 @@ class LearnedMetric(Metric):
 
         n = len(columns["mt"])
         order = sorted(range(n), key=lambda i: sum(len(v[i]) for v in columns.values()))
-        table = {k: [v[i] for i in order] for k, v in columns.items()}
+        table = take_rows(columns, order)
         if signals is not None:
             table["signals"] = list(signals[order])
         dataset = RowsDataset(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric, ScoreResult
+from lightning_metrics.tables import take_rows
 
 
 def score_systems(metric: Metric, systems: dict[str, list[str]], ref=None, src=None, **kwargs) -> dict[str, ScoreResult]:
@@ -82,7 +83,7 @@ def paired_systems_from_table(data, source: str, lp: str | None = None) -> tuple
         keep = [i for i, x in enumerate(table.get("lp") or []) if x == lp]
         if not keep:
             raise InputError(source, f"no rows of language pair {lp!r}" + ("" if "lp" in table else " (the table has no lp column)"))
-        table = {k: [v[i] for i in keep] for k, v in table.items()}
+        table = take_rows(table, keep)
     n = len(table["mt"])
     key_columns = [c for c in (("lp", "doc_id", "seg_id") if "seg_id" in table else ("src", "ref")) if c in table]
     if not key_columns:
