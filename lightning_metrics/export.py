@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import torch
 from pytorch_lightning.callbacks import Callback
 
 from lightning_metrics import __version__
 from lightning_metrics.artifact import SIGNAL_ENCODER, WEIGHTS, write_export
+from lightning_metrics.checkpoint import read_checkpoint
 from lightning_metrics.errors import LightningMetricsError
 
 
@@ -22,12 +22,7 @@ def model_from_checkpoint(path: str | os.PathLike):
     """The metric model stored in a Lightning checkpoint (read with ``weights_only=True``) and the checkpoint."""
     from lightning_metrics.models import FAMILIES
 
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError, ValueError) as e:
-        raise LightningMetricsError(f"{path}: not a readable Lightning checkpoint ({(str(e).splitlines() or [type(e).__name__])[0]})") from None
-    if not isinstance(checkpoint, dict):
-        raise LightningMetricsError(f"{path}: not a Lightning checkpoint (no dictionary inside)")
+    checkpoint = read_checkpoint(path)
     family = checkpoint.get("metric_family")
     if family not in FAMILIES:
         raise LightningMetricsError(f"{path}: no known metric family in the checkpoint (got {family!r}; known: {sorted(FAMILIES)})")

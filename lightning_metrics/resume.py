@@ -27,6 +27,7 @@ from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from torch.utils.data import DataLoader
 
 from lightning_metrics.atomic import atomic_path
+from lightning_metrics.checkpoint import read_checkpoint
 from lightning_metrics.errors import InputError
 
 
@@ -102,11 +103,8 @@ def check_resume_checkpoint(path: str, model_class_path: Optional[str], model_ar
     file = Path(path)
     if not file.is_file():
         raise InputError(path, "checkpoint file not found (--ckpt_path)")
-    try:
-        checkpoint = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as exc:  # noqa: BLE001 - truncated zip, not a checkpoint at all, pickled code
-        raise InputError(path, f"not a readable Lightning checkpoint (truncated or damaged?): {type(exc).__name__}") from None
-    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint or "loops" not in checkpoint:
+    checkpoint = read_checkpoint(file, label=path, mmap=True)
+    if "state_dict" not in checkpoint or "loops" not in checkpoint:
         raise InputError(path, "not a Lightning training checkpoint (no state_dict/loops): cannot resume from it")
     saved = checkpoint.get("hyper_parameters") or {}
     family = saved.get("_class_path")

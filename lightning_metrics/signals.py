@@ -76,8 +76,6 @@ def _pair_key(mt: str, ref: str) -> str:
 def compute_signals(spec: SignalSpec, mt: Sequence[str], ref: Sequence[str], cache_dir: str | os.PathLike | None = None,
                     num_proc: int = 1, device: str = "cpu", progress: bool | None = None) -> np.ndarray:
     """``[len(mt), len(spec.names)]`` signal values, each distinct pair computed once (see the module docstring)."""
-    from lightning_metrics.metrics.builtin import builtin_scores
-
     if len(mt) != len(ref):
         raise LightningMetricsError(f"inputs differ in length: {len(mt)} mt, {len(ref)} ref")
     spec = spec.resolved()
@@ -91,12 +89,32 @@ def compute_signals(spec: SignalSpec, mt: Sequence[str], ref: Sequence[str], cac
     if todo:
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         rows = [first[k] for k in todo]
-        bertscore = {"model": spec.encoder, "layer": spec.layer}
-        values = builtin_scores(spec.names, [mt[i] for i in rows], [ref[i] for i in rows], num_proc=num_proc, bertscore=bertscore,
-                                device=device, progress=progress)
+        values = signal_values(spec, [mt[i] for i in rows], [ref[i] for i in rows], num_proc, device, progress)
         block = np.stack([np.asarray(values[n], dtype=np.float64) for n in spec.names], axis=1)
         known.update(zip(todo, block))
         if cache_file is not None:
             with atomic_path(cache_file) as tmp:
                 np.savez(tmp, keys=np.asarray(list(known)), values=np.stack(list(known.values())))
     return np.stack([known[k] for k in keys]) if keys else np.zeros((0, len(spec.names)))
+
+
+def signal_values(spec: SignalSpec, mt: list[str], ref: list[str], num_proc: int = 1, device: str = "cpu",
+                  progress: bool | None = None) -> dict[str, list[float]]:
+    """Each signal of ``spec`` per pair, from :mod:`~lightning_metrics.lexical` and
+    :mod:`~lightning_metrics.bertscore` with the built-in metrics' default settings; each family
+    (ROUGE-1/2/L, BERTScore P/R/F) is computed once."""
+    from lightning_metrics import lexical
+    from lightning_metrics.bertscore import BERTScorer
+
+    out: dict[str, list[float]] = {}
+    if "bleu" in spec.names:
+        out["bleu"] = lexical.sentence_bleu(mt, ref, num_proc=num_proc)
+    if "chrf" in spec.names:
+        out["chrf"] = lexical.sentence_chrf(mt, ref, num_proc=num_proc)
+    if any(n.startswith("rouge") for n in spec.names):
+        rouge = lexical.sentence_rouge(mt, ref, num_proc=num_proc)
+        out.update({n: rouge[n]["fmeasure"] for n in spec.names if n.startswith("rouge")})
+    if spec.needs_encoder:
+        scores = BERTScorer(spec.encoder, layer=spec.layer, device=device, progress=progress).score(mt, ref).as_dict()
+        out.update({n: scores[n] for n in spec.names if n in BERTSCORE_SIGNALS})
+    return out
