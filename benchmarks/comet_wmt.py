@@ -73,8 +73,8 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
     times = {}
     for precision in ("32-true", "bf16-mixed"):
         pl.seed_everything(args.seed)
-        ours_dm = RatingsDataModule(train=str(subset), val=str(subset), batch_size=32, max_length=256, seed=args.seed)
         model = estimator()  # built outside the timer, as the peer's is
+        ours_dm = RatingsDataModule(train=str(subset), val=str(subset), batch_size=32, max_length=256, seed=args.seed, **model.batch_layout)
         start = time.perf_counter()
         trainer(out / "epoch_ours", precision, max_epochs=1, limit_val_batches=0).fit(model, ours_dm)
         ours = time.perf_counter() - start
@@ -91,8 +91,8 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
 
 def quality(args, out: Path) -> None:
     pl.seed_everything(args.seed)
-    dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed)
     model = estimator()
+    dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed, **model.batch_layout)
     start = time.perf_counter()
     trainer(out / "finetune", "bf16-mixed", max_epochs=1, limit_train_batches=args.steps, limit_val_batches=0).fit(model, dm)
     elapsed = time.perf_counter() - start

@@ -58,9 +58,9 @@ def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, ini
     if is_exported(folder) and (folder / "fit.json").is_file() and json.loads((folder / "fit.json").read_text()) == settings:
         return folder
     pl.seed_everything(seed)
-    dm = RatingsDataModule(train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed)
     kwargs = dict(lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=frozen, keep_embeddings_frozen=True, init_from=init_from)
     model = family(hidden_sizes=[1024, 256], **kwargs) if family is CometEstimator else family(**kwargs)
+    dm = RatingsDataModule(train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed, **model.batch_layout)
     start = time.perf_counter()
     trainer = pl.Trainer(default_root_dir=out / "runs" / name, logger=pl.loggers.CSVLogger(out / "runs", name=name), precision="bf16-mixed",
                          max_epochs=1, limit_train_batches=steps or None, limit_val_batches=0, num_sanity_val_steps=0, gradient_clip_val=1.0,

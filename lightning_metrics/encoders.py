@@ -7,6 +7,8 @@ inside the wheel, so the first call works without a network.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from lightning_metrics.errors import EncoderNotFoundError
@@ -34,14 +36,28 @@ def _hub_offline() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
+_LOAD_WEIGHTS = ContextVar("load_encoder_weights", default=True)
+
+
+@contextmanager
+def architecture_only():
+    """Within this block :func:`load_encoder` builds encoders from their ``config.json`` alone: for
+    code that builds a model and then loads all of its weights from elsewhere (an exported metric)."""
+    token = _LOAD_WEIGHTS.set(False)
+    try:
+        yield
+    finally:
+        _LOAD_WEIGHTS.reset(token)
+
+
 def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: bool = True, **model_kwargs):
     """Return ``(model, tokenizer)`` for an encoder: ``"default"``, a local folder, or a hub name.
 
     ``weights=False`` builds the architecture from the folder's ``config.json`` without loading
-    weights (an exported metric brings its own). Raises :class:`EncoderNotFoundError` listing
+    weights (an exported metric brings its own); so does :func:`architecture_only`. Raises :class:`EncoderNotFoundError` listing
     every place that was tried.
     """
-    if not weights:
+    if not weights or not _LOAD_WEIGHTS.get():
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         try:

@@ -1,4 +1,5 @@
-"""Order-preserving process-parallel map over chunks of a list, for CPU-bound pure-Python work."""
+"""Process parallelism: an order-preserving process-parallel map over chunks of a list (CPU-bound
+pure-Python work), and what an encoder needs to cross into a spawned process."""
 
 from __future__ import annotations
 
@@ -36,3 +37,28 @@ def map_chunks(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], num_pro
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with ProcessPoolExecutor(num_proc, mp_context=multiprocessing.get_context(method)) as pool:
         return [r for part in pool.map(fn, chunks) for r in part]
+
+
+def drop_hidden_state_hooks(encoder) -> None:
+    """Before a model is pickled into a spawned process (``ddp_spawn``): drop the forward hooks
+    transformers 5 installs on first use to capture hidden states. They are closures, so they
+    cannot be pickled; transformers installs them again on the next forward pass."""
+    for module in encoder.modules():
+        for key, hook in list(module._forward_hooks.items()):
+            if getattr(hook, "__name__", "") == "output_capturing_hook":
+                del module._forward_hooks[key]
+        if getattr(module, "_output_capturing_hooks_installed", False):
+            module._output_capturing_hooks_installed = False
+
+
+def register_hidden_state_capture(encoder) -> None:
+    """After a model is unpickled in a spawned process: transformers 5 records ``hidden_states``
+    through a per-process registry that model construction fills, and this process never
+    constructed the model, so register its modules again (else ``hidden_states`` comes back None)."""
+    try:
+        from transformers.utils.output_capturing import _CAN_RECORD_REGISTRY
+    except ImportError:  # older transformers record hidden states without a registry
+        return
+    for module in encoder.modules():
+        if hasattr(module, "_can_record_outputs") and getattr(module, "_can_record_outputs", None):
+            _CAN_RECORD_REGISTRY[module] = module._can_record_outputs

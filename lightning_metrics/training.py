@@ -3,8 +3,9 @@
 Precision defaults to bf16-mixed on a GPU and 32 on CPU (``trainer.precision: null``), a
 W&B logger stays offline unless ``WANDB_MODE`` says otherwise, and ``ddp``/``ddp_spawn`` become
 their ``find_unused_parameters_true`` variants while ``nr_frozen_epochs`` freezes the encoder.
-The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings are linked from the
-model's, so a config states them once (a value given for the data is replaced by the model's).
+The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings, and its batch layout
+(``input_format``, ``text_fields``), are linked from the model's, so a config states them once
+(a value given for the data is replaced by the model's).
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
 
 
 LINKED = ("encoder", "targets", "signals", "signal_encoder", "signal_layer")  # model.init_args.X -> data.init_args.X
+LAYOUT = {"input_format": "input_format", "train_fields": "text_fields"}  # the built model's X -> data.init_args.Y
 
 
 class MetricsCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         for key in LINKED:
             parser.link_arguments(f"model.init_args.{key}", f"data.init_args.{key}")
+        for attribute, argument in LAYOUT.items():  # the batch layout is the model's: known once it is built
+            parser.link_arguments(f"model.{attribute}", f"data.init_args.{argument}", apply_on="instantiate")
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         if not config.get("plugins"):  # checkpoints written atomically (lightning_metrics.resume)

@@ -133,6 +133,6 @@ def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Pa
     pl.seed_everything(0)
     trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                          limit_val_batches=0)
-    trainer.fit(model, RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16))
+    trainer.fit(model, RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, **model.batch_layout))
     trainer.save_checkpoint(folder / f"{name}.ckpt")
     return export_checkpoint(folder / f"{name}.ckpt", folder / name)

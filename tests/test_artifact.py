@@ -26,9 +26,10 @@ def export(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     folder = tmp_path_factory.mktemp("artifact")
     data = write_csv(folder / "r.csv", da_rows[:16])
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=8)
+    model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,))
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=8, **model.batch_layout)
     trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,)), dm)
+    trainer.fit(model, dm)
     trainer.save_checkpoint(folder / "m.ckpt")
     return export_checkpoint(folder / "m.ckpt", folder / "clean")
 

@@ -106,9 +106,9 @@ def test_each_unique_sentence_is_encoded_once(tiny_encoder):
 @pytest.mark.parametrize("family", [CometEstimator, CometReferenceless])
 def test_overfits_64_rows(tiny_encoder, ratings, family):
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(ratings["64"]), val=str(ratings["64"]), encoder=str(tiny_encoder), batch_size=16)
     model = family(encoder=str(tiny_encoder), hidden_sizes=(64,), lr_encoder=3e-3, lr_head=3e-3, layerwise_decay=1.0,
                    warmup_ratio=0.0, dropout=0.0, weight_decay=0.0)
+    dm = RatingsDataModule(train=str(ratings["64"]), val=str(ratings["64"]), encoder=str(tiny_encoder), batch_size=16, **model.batch_layout)
     t = trainer(max_epochs=60, check_val_every_n_epoch=60)
     t.fit(model, dm)
     assert t.callback_metrics["val_pearson"] > 0.9
@@ -205,6 +205,6 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
     with (tmp_path / "csv" / "version_0" / "metrics.csv").open() as f:
         ddp_kendall = float([row for row in csv.DictReader(f) if row.get("val_kendall")][-1]["val_kendall"])
     model = CometEstimator.load_from_checkpoint(tmp_path / "ckpt" / "last.ckpt", weights_only=True)
-    dm = RatingsDataModule(train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=8)
+    dm = RatingsDataModule(train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=8, **model.batch_layout)
     single = trainer(accelerator="cpu", devices=1).validate(model, dm, verbose=False)[0]["val_kendall"]
     assert single == pytest.approx(ddp_kendall, abs=1e-6)

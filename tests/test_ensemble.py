@@ -22,9 +22,9 @@ def members(tmp_path_factory, tiny_encoder, document_rows, write_csv):
     out = []
     for name, steps in (("a", 2), ("b", 5)):
         pl.seed_everything(0)
-        dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8)
         model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), nr_frozen_epochs=1.0, keep_embeddings_frozen=True, lr_head=1e-2,
                                layer_mix=False)
+        dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, **model.batch_layout)
         trainer = pl.Trainer(max_epochs=1, limit_train_batches=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                              enable_model_summary=False, num_sanity_val_steps=0)
         trainer.fit(model, dm)

@@ -52,8 +52,8 @@ def test_signals_equal_the_builtin_metrics_and_are_cached(tiny_encoder, da_rows,
 def test_hybrid_estimator_round_trips_through_export_in_a_fresh_process(tiny_encoder, data, tmp_path):
     pl.seed_everything(0)
     kwargs = {"signals": SIGNALS, "signal_encoder": str(tiny_encoder)}
-    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, cache_dir=str(tmp_path / "cache"), **kwargs)
     model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), lr_head=1e-2, **kwargs)
+    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, cache_dir=str(tmp_path / "cache"), **kwargs, **model.batch_layout)
     trainer = _fit(model, dm)
     assert model.hparams.signal_layer == 2  # resolved (the last layer of an unknown encoder) and kept in the checkpoint
     assert torch.count_nonzero(model.signal_skip.weight) > 0 and model.signal_std.tolist() == pytest.approx(dm.signal_std)
@@ -78,8 +78,8 @@ def test_hybrid_estimator_round_trips_through_export_in_a_fresh_process(tiny_enc
 
 def test_estimator_without_source_features_reads_no_source(tiny_encoder, data, tmp_path):
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8)
     model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), source_features=False)
+    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, **model.batch_layout)
     assert model.head[0].in_features == 4 * 32 and model.inputs == ("mt", "ref")
     trainer = _fit(model, dm, steps=2)
     trainer.save_checkpoint(tmp_path / "m.ckpt")
@@ -127,7 +127,8 @@ def test_start_from_a_signal_scores_as_that_baseline_until_it_learns(tiny_encode
     out = model.head_output(torch.randn(3, 4 * 32), {"signals": signals})
     assert out[:, 0].tolist() == pytest.approx([1.0, -2.0, -0.5], abs=1e-6)  # (0.9 - 0.8) / 0.1, ...: BERTScore F standardised
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, cache_dir=str(tmp_path / "cache"), **kwargs)
+    dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, cache_dir=str(tmp_path / "cache"), **kwargs,
+                           **model.batch_layout)
     model.train()
     _fit(model, dm)
     assert torch.count_nonzero(model.head[-1].weight) > 0  # the head learns its correction

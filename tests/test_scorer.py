@@ -22,8 +22,8 @@ from lightning_metrics.metrics.systems import score_systems
 
 def _fit(family, tiny_encoder, data, out, callbacks=()):
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16)
     model = family(encoder=str(tiny_encoder), hidden_sizes=(32,), lr_encoder=1e-3, lr_head=1e-3)
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16, **model.batch_layout)
     saver = pl.callbacks.ModelCheckpoint(dirpath=out / "ckpt", monitor="val_kendall", mode="max", save_last=True)
     trainer = pl.Trainer(max_epochs=2, logger=False, enable_progress_bar=False, enable_model_summary=False,
                          callbacks=[saver, *callbacks], default_root_dir=out)

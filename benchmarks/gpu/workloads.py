@@ -162,7 +162,7 @@ def time_ours_training(encoder: Path, data: Path, n_rows: int, precision: str, g
     pl.seed_everything(seed, verbose=False)
     model = CometEstimator(encoder=str(encoder), hidden_sizes=HEAD, lr_encoder=3e-5, lr_head=3e-4, layerwise_decay=0.9,
                            nr_frozen_epochs=0.3, keep_embeddings_frozen=True)
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, max_length=256, seed=seed)
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, max_length=256, seed=seed, **model.batch_layout)
     trainer = pl.Trainer(default_root_dir=out, accelerator="gpu" if gpu else "cpu", devices=1, precision=precision, max_epochs=1,
                          logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                          limit_val_batches=0, num_sanity_val_steps=0)

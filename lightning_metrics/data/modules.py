@@ -22,6 +22,7 @@ from lightning_metrics.signals import ALL_SIGNALS, SignalSpec, compute_signals
 from lightning_metrics.tables import concat_tables, n_rows, take_rows
 
 SAMPLERS = ("length", "source")
+INPUT_FORMATS = ("cross", "sentences")  # one sequence per row, or each unique sentence encoded once
 log = logging.getLogger(__name__)
 
 
@@ -29,6 +30,9 @@ class MetricDataModule(pl.LightningDataModule):
     """What both data modules share: tokenizer, target statistics, group ids, signals, loaders.
 
     ``targets`` are the columns the model regresses on (the first is the metric's score).
+    ``input_format`` and ``text_fields`` are the batch layout the model reads: ``cross``
+    (:class:`CrossEncoderCollate`, one sequence per row) or ``sentences`` (:class:`SentencesCollate`)
+    over those text columns (``fit`` links them from the model; in Python pass ``**model.batch_layout``).
     ``lp_names``/``system_names`` map the integer ids in batches back to names. ``signals``
     (linked from a hybrid model) adds each row's signal values, computed once per distinct pair
     and cached in ``cache_dir`` (default ``~/.cache/lightning-metrics/signals``).
@@ -37,10 +41,13 @@ class MetricDataModule(pl.LightningDataModule):
     def __init__(self, encoder: str = "default", targets: Sequence[str] = ("score",), batch_size: int = 16,
                  num_workers: int = 0, max_length: int = 256, seed: int = 0, sampler: str = "length",
                  signals: Optional[list[str]] = None, signal_encoder: str = "default", signal_layer: Optional[int] = None,
-                 cache_dir: Optional[str] = None):
+                 cache_dir: Optional[str] = None, input_format: str = "cross", text_fields: Sequence[str] = ("mt", "ref")):
         super().__init__()
         if sampler not in SAMPLERS:
             raise LightningMetricsError(f"data.sampler must be one of {SAMPLERS}, got {sampler!r}")
+        if input_format not in INPUT_FORMATS:
+            raise LightningMetricsError(f"data.input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
+        self.input_format, self.text_fields = input_format, tuple(text_fields)
         self.encoder, self.targets = encoder, list(targets)
         self.batch_size, self.num_workers, self.max_length, self.seed = batch_size, num_workers, max_length, seed
         self.sampler = sampler
@@ -89,6 +96,11 @@ class MetricDataModule(pl.LightningDataModule):
         self.signal_std = np.maximum(values[:n_train].std(axis=0), 1e-6).tolist()
         self.train_rows["signals"], self.val_rows["signals"] = list(values[:n_train]), list(values[n_train:])
 
+    def statistics(self) -> dict[str, list[float]]:
+        """Means and standard deviations of the training targets (and signals), for standardisation."""
+        return {"target_mean": self.target_mean, "target_std": self.target_std,
+                "signal_mean": self.signal_mean, "signal_std": self.signal_std}
+
     @property
     def tokenizer(self):
         if self._tokenizer is None:
@@ -101,21 +113,10 @@ class MetricDataModule(pl.LightningDataModule):
         return {"source": str(source), "kind": type(self).__name__, "train_rows": n_rows(self.train_rows),
                 "val_rows": n_rows(self.val_rows), "language_pairs": list(self.lp_names)}
 
-    @property
-    def model(self):
-        """The model this data module feeds (None outside a Trainer); it decides the batch layout."""
-        trainer = getattr(self, "trainer", None)
-        return getattr(trainer, "lightning_module", None) if trainer is not None else None
-
-    @property
-    def text_fields(self) -> tuple[str, ...]:
-        """Text columns a batch carries: the model's (``train_fields``), else ``(mt, ref)``."""
-        return tuple(getattr(self.model, "train_fields", ("mt", "ref")))
-
     def _collate(self):
         max_length = min(self.max_length, int(self.tokenizer.model_max_length))
         ids = ({n: i for i, n in enumerate(self.lp_names)}, {n: i for i, n in enumerate(self.system_names)})
-        if getattr(self.model, "input_format", "cross") == "sentences":
+        if self.input_format == "sentences":
             group_tokens = GPU_BATCH_TOKENS if self.on_gpu else None
             return SentencesCollate(self.tokenizer, max_length, self.text_fields, self.targets, *ids, group_tokens=group_tokens)
         return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
@@ -134,7 +135,7 @@ class MetricDataModule(pl.LightningDataModule):
         counts = dict(zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False, verbose=False)["input_ids"])))
         per_row = [[counts[text] for text in texts] for texts in zip(*columns.values())]
         limit = min(self.max_length, int(self.tokenizer.model_max_length))
-        if getattr(self.model, "input_format", "cross") == "sentences":
+        if self.input_format == "sentences":
             cut = sum(max(row) + 2 > limit for row in per_row)
         else:
             cut = sum(sum(row) + 3 > limit for row in per_row)
@@ -217,8 +218,9 @@ class RatingsDataModule(MetricDataModule):
                  normalise: str = "none", weight_by: Optional[str] = None, sampler: str = "length", encoder: str = "default",
                  targets: Sequence[str] = ("score",), batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0,
                  signals: Optional[list[str]] = None, signal_encoder: str = "default", signal_layer: Optional[int] = None,
-                 cache_dir: Optional[str] = None):
-        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed, sampler, signals, signal_encoder, signal_layer, cache_dir)
+                 cache_dir: Optional[str] = None, input_format: str = "cross", text_fields: Sequence[str] = ("mt", "ref")):
+        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed, sampler, signals, signal_encoder, signal_layer, cache_dir,
+                         input_format, text_fields)
         if isinstance(train, (list, tuple)):
             self.sources = [RatingSource.from_any(t) for t in train]
         else:
@@ -329,8 +331,9 @@ class PretrainDataModule(MetricDataModule):
     """The Parquet shards ``generate`` writes; validation holds out whole reference sentences."""
 
     def __init__(self, data: str, val_fraction: float = 0.05, encoder: str = "default", targets: Sequence[str] = PRETRAIN_TARGETS,
-                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0, max_rows: Optional[int] = None):
-        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed)
+                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0, max_rows: Optional[int] = None,
+                 input_format: str = "cross", text_fields: Sequence[str] = ("mt", "ref")):
+        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed, input_format=input_format, text_fields=text_fields)
         if not generate_files(data):
             raise InputError(data, "no generate output here (expected data-*.parquet files)")
         self.data, self.val_fraction, self.max_rows = data, val_fraction, max_rows

@@ -22,7 +22,7 @@ import numpy as np
 
 from lightning_metrics.data.modules import RatingsDataModule, read_generate_output
 from lightning_metrics.data.readers import check_table, read_table
-from lightning_metrics.errors import InputError
+from lightning_metrics.errors import InputError, LightningMetricsError
 
 PAIR_FIELDS = ("src", "ref", "pos", "neg")
 
@@ -82,15 +82,15 @@ class RankingDataModule(RatingsDataModule):
     def __init__(self, train: str, val: Optional[str] = None, val_fraction: float = 0.1, val_split_by: Optional[str] = "doc_id",
                  score_column: str = "raw", threshold: float = 25.0, max_pairs_per_group: Optional[int] = None,
                  columns: Optional[dict] = None, on_invalid: str = "error", encoder: str = "default",
-                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0):
+                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0,
+                 input_format: str = "sentences", text_fields: Sequence[str] = PAIR_FIELDS):
+        if (input_format, tuple(text_fields)) != ("sentences", PAIR_FIELDS):
+            raise LightningMetricsError(f"RankingDataModule makes sentences batches of {list(PAIR_FIELDS)}, for CometRanker; "
+                                        f"the model reads {input_format} batches of {list(text_fields)}")
         super().__init__(train, val, val_fraction, val_split_by, columns, on_invalid, encoder=encoder, targets=(), batch_size=batch_size,
-                         num_workers=num_workers, max_length=max_length, seed=seed)
+                         num_workers=num_workers, max_length=max_length, seed=seed, input_format=input_format, text_fields=text_fields)
         self.score_column, self.threshold, self.max_pairs_per_group = score_column, threshold, max_pairs_per_group
         self._paired = False
-
-    @property
-    def text_fields(self) -> tuple[str, ...]:
-        return PAIR_FIELDS
 
     def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:
         columns = columns if columns is not None else self.columns

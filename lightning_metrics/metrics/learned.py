@@ -24,6 +24,7 @@ import torch
 from pytorch_lightning.callbacks import BasePredictionWriter
 
 from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
+from lightning_metrics.encoders import architecture_only
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.inference import CPU_BATCH_ROWS, batch_limits, check_precision, dtype_of, length_batches, resolve_precision, to_device
 from lightning_metrics.metrics.base import Metric, Signature
@@ -283,7 +284,8 @@ def build_model(export):
     if export.file(SIGNAL_ENCODER).is_dir():  # a hybrid model computes its signals with the encoder it was trained with
         overrides["signal_encoder"] = str(export.file(SIGNAL_ENCODER))
     try:
-        model = family(**{**hparams, **overrides})
+        with architecture_only():  # every weight comes from the export's own file
+            model = family(**{**hparams, **overrides})
     except TypeError as e:
         raise InputError(folder, f"{METADATA}: the hyper-parameters do not fit {export.family} ({e})") from None
     result = model.load_state_dict(export.load_weights(), strict=False)

@@ -5,10 +5,17 @@
   ``layerwise_decay``, embeddings lowest), a separate ``lr_head``, linear warm-up and decay;
 - the encoder frozen for the first ``nr_frozen_epochs`` (fractions allowed), embeddings
   optionally frozen for the whole run;
-- target standardisation (statistics come from the data module and are saved in checkpoints);
+- target standardisation: the statistics are the training data's, handed over at fit time by
+  :class:`~lightning_metrics.data_link.DataLink` (the model never reads the data module) and
+  saved in checkpoints;
 - validation that gathers predictions from every rank, drops the duplicates a distributed
   sampler pads with, and logs Kendall/Pearson/Spearman per language pair and averaged, plus
-  system-level Pearson when systems are known. Correct under DDP by construction.
+  system-level Pearson when systems are known (:func:`~lightning_metrics.correlation.correlations_by_group`).
+  Correct under DDP by construction.
+
+Where the rest lives: starting weights (``init_from``) in :mod:`lightning_metrics.checkpoint`,
+signals and source bias in :mod:`lightning_metrics.models.head`, what crosses into spawned
+processes in :mod:`lightning_metrics.parallel`.
 """
 
 from __future__ import annotations
@@ -22,16 +29,18 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 
-from lightning_metrics.artifact import is_exported, read_export
-from lightning_metrics.correlation import kendall, pearson, spearman
+from lightning_metrics.checkpoint import matching_weights, starting_weights
+from lightning_metrics.correlation import correlations_by_group
+from lightning_metrics.data_link import DataLink
 from lightning_metrics.encoders import load_encoder
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.inference import attention_kernels
+from lightning_metrics.models.head import add_source_bias, source_bias_table, standardised_signals, start_as_signal, zero_linear
 from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss
 from lightning_metrics.models.modules import LayerMix, pool
+from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
 from lightning_metrics.signals import SignalSpec
 
-MAX_SOURCES = 16  # rows of the per-source bias table
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
 
@@ -98,7 +107,7 @@ class MetricModel(pl.LightningModule):
         if unknown:
             raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {self.targets}")
         self.loss_weights = [float((loss_weights or {}).get(t, 1.0)) for t in self.targets]
-        self.encoder, _ = load_encoder(encoder, weights=not is_exported(encoder))  # an export carries its own weights
+        self.encoder, _ = load_encoder(encoder)
         self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
@@ -112,14 +121,12 @@ class MetricModel(pl.LightningModule):
         if self.n_signals:
             self.register_buffer("signal_mean", torch.zeros(self.n_signals))
             self.register_buffer("signal_std", torch.ones(self.n_signals))
-            self.signal_skip = torch.nn.Linear(self.n_signals, max(1, len(self.targets))) if signal_skip else None
-            if self.signal_skip is not None:
-                torch.nn.init.zeros_(self.signal_skip.weight)
-                torch.nn.init.zeros_(self.signal_skip.bias)
+            self.signal_skip = zero_linear(self.n_signals, max(1, len(self.targets))) if signal_skip else None
         if start_from is not None and (start_from not in (signals or ()) or not signal_skip):
             raise LightningMetricsError(f"model.start_from {start_from!r} must be one of the model's signals {list(signals or [])}, "
                                         "with signal_skip true")
-        self.source_bias = torch.nn.Parameter(torch.zeros(MAX_SOURCES, max(1, len(self.targets)))) if source_bias else None
+        self.source_bias = source_bias_table(len(self.targets)) if source_bias else None
+        self.group_names: list[str] = []  # language-pair names of the validation ids (from the data, at fit time)
         self._outputs: list[torch.Tensor] = []
         if keep_embeddings_frozen:
             for name, p in self.encoder.named_parameters():
@@ -131,11 +138,7 @@ class MetricModel(pl.LightningModule):
         standardised signal for the first target, the others 0, so at step 0 the metric ranks rows as its
         baseline does), then ``init_from``, whose matching weights replace these."""
         if self.hparams.get("start_from"):
-            last = [m for m in self.head.modules() if isinstance(m, torch.nn.Linear)][-1]
-            torch.nn.init.zeros_(last.weight)
-            torch.nn.init.zeros_(last.bias)
-            with torch.no_grad():
-                self.signal_skip.weight[0, list(self.hparams.signals).index(self.hparams.start_from)] = 1.0
+            start_as_signal(self.head, self.signal_skip, list(self.hparams.signals).index(self.hparams.start_from))
         self.initialise_from(self.hparams.init_from)
 
     def initialise_from(self, path: Optional[str]) -> None:
@@ -149,51 +152,41 @@ class MetricModel(pl.LightningModule):
         """
         if not path:
             return
-        if is_exported(path):  # an exported folder, verified: safetensors + JSON, no pickle
-            export = read_export(path)
-            state, old_targets = export.load_weights(), list(export.meta.get("targets", []))
-        else:
-            try:
-                checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-            except (OSError, RuntimeError) as e:
-                raise LightningMetricsError(f"init_from {path}: cannot read a checkpoint ({str(e).splitlines()[0]})") from None
-            state = checkpoint.get("state_dict", checkpoint)
-            old_targets = list(checkpoint.get("hyper_parameters", {}).get("targets", []))
-        own = self.state_dict()
-        copied = {}
-        for name, value in state.items():
-            if name in ("target_mean", "target_std", "stats_ready") or name not in own:
-                continue
-            if own[name].shape == value.shape:
-                copied[name] = value
-            elif name.startswith("head.") and old_targets and own[name].shape[1:] == value.shape[1:]:
-                rows = own[name].clone()
-                for j, target in enumerate(self.targets):
-                    if target in old_targets:
-                        rows[j] = value[old_targets.index(target)]
-                copied[name] = rows
-            elif (name.startswith("head.") and value.dim() == 2 and own[name].shape[0] == value.shape[0]
-                  and own[name].shape[1] == value.shape[1] + self.n_signals):
-                columns = own[name].clone()  # a head pre-trained without signals: its columns, then the new signals' own
-                columns[:, : value.shape[1]] = value
-                copied[name] = columns
-        if not any(k.startswith("encoder.") for k in copied):
-            raise LightningMetricsError(f"init_from {path}: no encoder weights match this model's encoder")
+        state, old_targets = starting_weights(path)
+        copied = matching_weights(self.state_dict(), state, self.targets, old_targets, self.n_signals, f"init_from {path}")
         self.load_state_dict(copied, strict=False)
+
+    @property
+    def batch_layout(self) -> dict:
+        """What a data module must make for this model: ``input_format`` and ``text_fields``
+        (``RatingsDataModule(..., **model.batch_layout)``; ``fit`` links them itself)."""
+        return {"input_format": self.input_format, "text_fields": tuple(self.train_fields)}
+
+    def set_statistics(self, statistics: dict) -> None:
+        """The training data's target (and signal) means and standard deviations, set once: a model
+        that already has them (resumed, or loaded from a checkpoint) keeps its own."""
+        if bool(self.stats_ready):
+            return
+        self.target_mean.copy_(torch.tensor(statistics["target_mean"]))
+        self.target_std.copy_(torch.tensor(statistics["target_std"]))
+        if self.n_signals:
+            self.signal_mean.copy_(torch.tensor(statistics["signal_mean"]))
+            self.signal_std.copy_(torch.tensor(statistics["signal_std"]))
+        self.stats_ready.fill_(True)
+
+    def configure_callbacks(self):
+        return [DataLink()]  # the data's statistics to the model, the model's layout checked against the data's
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["metric_family"] = type(self).__name__  # which class export rebuilds
-        dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        if dm is not None and hasattr(dm, "summary"):
-            checkpoint["data_summary"] = dm.summary()  # for the exported model card
 
     def __getstate__(self):
-        _remove_hidden_state_hooks(self.encoder)  # local functions: they would stop ddp_spawn pickling the model
+        drop_hidden_state_hooks(self.encoder)  # closures: they would stop ddp_spawn pickling the model
         return super().__getstate__()
 
     def __setstate__(self, state) -> None:
         super().__setstate__(state)
-        _register_hidden_state_capture(self.encoder)
+        register_hidden_state_capture(self.encoder)
 
     # -- encoding ----------------------------------------------------------------------------
     def embed(self, inputs: dict) -> torch.Tensor:
@@ -211,19 +204,12 @@ class MetricModel(pl.LightningModule):
         ``extras`` holds ``signals`` [B, k] (needed by hybrid models) and ``source_id`` [B] (else source 0).
         """
         if not self.n_signals:
-            out = self.head(features)
-        else:
-            signals = extras.get("signals")
-            if signals is None:
-                raise LightningMetricsError(f"this model reads signals {list(self.hparams.signals)}, but the batch has none")
-            z = (signals.float() - self.signal_mean) / self.signal_std
-            out = self.head(torch.cat([features, z.to(features.dtype)], dim=1))
-            if self.signal_skip is not None:
-                out = out + self.signal_skip(z).to(out.dtype)
-        if self.source_bias is not None:
-            ids = extras.get("source_id")
-            out = out + (self.source_bias[ids] if ids is not None else self.source_bias[0]).to(out.dtype)
-        return out
+            return add_source_bias(self.head(features), self.source_bias, extras)
+        z = standardised_signals(extras, self.signal_mean, self.signal_std, self.hparams.signals)
+        out = self.head(torch.cat([features, z.to(features.dtype)], dim=1))
+        if self.signal_skip is not None:
+            out = out + self.signal_skip(z).to(out.dtype)
+        return add_source_bias(out, self.source_bias, extras)
 
     def head_width(self, features: int) -> int:
         """The head's input width: the features plus one per signal."""
@@ -240,26 +226,6 @@ class MetricModel(pl.LightningModule):
     def predict_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         """``[index, score]`` rows; used by multi-device scoring (``Trainer.predict``)."""
         return torch.stack([batch["index"].double(), self.predict_scores(batch).double()], dim=1)
-
-    # -- set-up --------------------------------------------------------------------------------
-    def setup(self, stage: str) -> None:
-        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        if dm is None:
-            return
-        if getattr(dm, "encoder", self.hparams.encoder) != self.hparams.encoder:
-            raise LightningMetricsError(f"model.encoder is {self.hparams.encoder!r} but data.encoder is {dm.encoder!r}; set both to the same encoder")
-        if list(dm.targets) != self.targets:
-            raise LightningMetricsError(f"model.targets {self.targets} differ from data.targets {list(dm.targets)}")
-        data_signals = getattr(dm, "signal_spec", None)
-        if (data_signals.resolved() if data_signals else None) != self.signal_spec:
-            raise LightningMetricsError(f"model signals {self.signal_spec} differ from the data's {data_signals}; set them on the model (linked)")
-        if stage == "fit" and not bool(self.stats_ready):
-            self.target_mean.copy_(torch.tensor(dm.target_mean))
-            self.target_std.copy_(torch.tensor(dm.target_std))
-            if self.n_signals:
-                self.signal_mean.copy_(torch.tensor(dm.signal_mean))
-                self.signal_std.copy_(torch.tensor(dm.signal_std))
-            self.stats_ready.fill_(True)
 
     # -- optimisation --------------------------------------------------------------------------
     def parameter_groups(self) -> list[dict]:
@@ -361,60 +327,7 @@ class MetricModel(pl.LightningModule):
         rows = self.gathered_outputs()
         if len(rows) < 2:
             return
-        dm = getattr(self.trainer, "datamodule", None)
-        lp_names = list(getattr(dm, "lp_names", []) or [])
-        stats = correlations_by_group(rows, lp_names)
+        stats = correlations_by_group(rows, self.group_names)
         for key, value in stats.items():
             self.log(f"{prefix}_{key}", value, prog_bar=key == "kendall", sync_dist=False, rank_zero_only=False)
 
-
-def _register_hidden_state_capture(encoder) -> None:
-    """transformers 5 records ``hidden_states`` through a per-process registry that model
-    construction fills; a model unpickled in a spawned DDP worker was never constructed there,
-    so register it again (else ``hidden_states`` comes back None)."""
-    try:
-        from transformers.utils.output_capturing import _CAN_RECORD_REGISTRY
-    except ImportError:  # older transformers record hidden states without a registry
-        return
-    for module in encoder.modules():
-        if hasattr(module, "_can_record_outputs") and getattr(module, "_can_record_outputs", None):
-            _CAN_RECORD_REGISTRY[module] = module._can_record_outputs
-
-
-def _remove_hidden_state_hooks(encoder) -> None:
-    """Drop the forward hooks transformers 5 installs on first use to capture hidden states
-    (closures, so unpicklable); it installs them again on the next forward pass."""
-    for module in encoder.modules():
-        for key, hook in list(module._forward_hooks.items()):
-            if getattr(hook, "__name__", "") == "output_capturing_hook":
-                del module._forward_hooks[key]
-        if getattr(module, "_output_capturing_hooks_installed", False):
-            module._output_capturing_hooks_installed = False
-
-
-def correlations_by_group(rows: np.ndarray, lp_names: Sequence[str]) -> dict[str, float]:
-    """Kendall/Pearson/Spearman per language pair and averaged, and system-level Pearson.
-
-    ``rows`` are ``[index, score, human, lp id, system id]``; ids of -1 mean unknown.
-    """
-    out: dict[str, float] = {}
-    per = {"kendall": [], "pearson": [], "spearman": [], "sys_pearson": []}
-    for lp in np.unique(rows[:, 3]):
-        sel = rows[rows[:, 3] == lp]
-        name = lp_names[int(lp)] if 0 <= lp < len(lp_names) else "all"
-        for stat, fn in (("kendall", kendall), ("pearson", pearson), ("spearman", spearman)):
-            value = fn(sel[:, 1], sel[:, 2])
-            per[stat].append(value)
-            if len(lp_names) > 1:
-                out[f"{stat}/{name}"] = value
-        systems = sel[:, 4]
-        if (systems >= 0).all() and len(np.unique(systems)) > 1:
-            ids = np.unique(systems)
-            ms = [sel[systems == s, 1].mean() for s in ids]
-            hs = [sel[systems == s, 2].mean() for s in ids]
-            per["sys_pearson"].append(pearson(ms, hs))
-    for stat, values in per.items():
-        finite = [v for v in values if math.isfinite(v)]
-        if finite:
-            out[stat] = float(np.mean(finite))
-    return out

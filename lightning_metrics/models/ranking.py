@@ -68,8 +68,7 @@ class CometRanker(SentenceEmbeddingModel):
         rows = self.gathered_outputs()
         if not len(rows):
             return
-        dm = getattr(self.trainer, "datamodule", None)
-        lp_names = list(getattr(dm, "lp_names", []) or [])
+        lp_names = self.group_names
         values = []
         for lp in np.unique(rows[:, 3]):
             sel = rows[rows[:, 3] == lp]
