@@ -49,80 +49,91 @@ class QuickstartSettings:
     num_proc: int = 2
 
 
-def _precision() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return "bf16-mixed"
-    return "bf16-mixed" if torch.cpu._is_avx512_bf16_supported() else "32-true"  # CPUs with bf16 units gain ~2x
-
-
 def _trainer(root: Path, **kwargs):
     import pytorch_lightning as pl
 
+    from lightning_metrics.inference import training_precision
     from lightning_metrics.resume import AtomicCheckpointIO
 
-    return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root, name="logs"), precision=_precision(),
+    return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root, name="logs"), precision=training_precision(bf16_on_cpu=True),
                       plugins=[AtomicCheckpointIO()], num_sanity_val_steps=0, gradient_clip_val=1.0, enable_model_summary=False, **kwargs)
 
 
 def run(out: str = "runs/quickstart", checkpoints: str = "checkpoints", ratings: Optional[str] = None,
         settings: Optional[QuickstartSettings] = None, seed: int = 0) -> dict:
     """The quickstart; returns the exported folders and timings."""
-    import pytorch_lightning as pl
-
-    from data_gen.pipeline import Recipe, generate, write_dataset
-    from data_gen.wordnet import example_sentences
-    from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule
     from lightning_metrics.export import export_checkpoint
-    from lightning_metrics.models import BleurtRegressor
 
     s = settings or QuickstartSettings()
     root, times = Path(out), {}
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-
-    print(f"[1/5] generate: {s.sentences} WordNet example sentences x {s.pairs_per_sentence} perturbations", flush=True)
-    columns = generate(example_sentences()[: s.sentences], Recipe(), s.pairs_per_sentence, seed, num_proc=s.num_proc, progress=True)
-    write_dataset(columns, root / "synthetic", (0, 1), {"seed": seed})
+    n_pairs = generate_pairs(root, s, seed)
     times["generate"] = time.perf_counter() - started
-
-    print(f"[2/5] pre-train a BLEURT-style metric on {len(columns['mt'])} pairs ({_precision()})", flush=True)
     mark = time.perf_counter()
-    pl.seed_everything(seed)
-    dm = PretrainDataModule(data=str(root / "synthetic"), batch_size=s.batch_size, max_length=s.max_length, seed=seed)
-    model = BleurtRegressor(targets=list(PRETRAIN_TARGETS), loss_weights={"score": 2.0}, lr_encoder=s.lr_encoder, lr_head=s.lr_head,
-                            keep_embeddings_frozen=True, nr_frozen_epochs=0.1)
-    saver = pl.callbacks.ModelCheckpoint(dirpath=root / "ckpt", filename="pretrain", save_last=False, save_top_k=1, monitor="val_kendall", mode="max")
-    _trainer(root / "pretrain", max_epochs=s.pretrain_epochs, callbacks=[saver]).fit(model, dm)
+    best = pretrain(root, n_pairs, s, seed)
     times["pretrain"] = time.perf_counter() - mark
 
     print(f"[3/5] export -> {checkpoints}/quickstart", flush=True)
-    folder = export_checkpoint(saver.best_model_path, Path(checkpoints) / "quickstart", force=True)
+    folder = export_checkpoint(best, Path(checkpoints) / "quickstart", force=True)
 
     print("[4/5] score examples", flush=True)
     mark = time.perf_counter()
     print(example_table(str(folder)))
     print(examples_evaluation(str(folder), root, seed))
     times["score"] = time.perf_counter() - mark
-
-    print("[5/5] probe the new metric", flush=True)
     mark = time.perf_counter()
-    from data_gen.probe import format_probe, probe
-    from lightning_metrics.metrics import load_metric
-
-    metric = load_metric(str(folder))
-    print(format_probe(probe(lambda mt, ref: metric.score(mt=mt, ref=ref).scores, example_sentences(), n_sentences=s.probe_sentences, seed=seed), str(folder)))
+    probe_metric(str(folder), s, seed)
     times["probe"] = time.perf_counter() - mark
     result = {"pretrained": str(folder)}
     if ratings:
         mark = time.perf_counter()
-        result["finetuned"] = str(finetune(ratings, saver.best_model_path, root, Path(checkpoints), s, seed))
+        result["finetuned"] = str(finetune(ratings, best, root, Path(checkpoints), s, seed))
         times["finetune + evaluate"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - started
     print("wall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     print(f'\nLoad it in Python:  from lightning_metrics import load_metric; load_metric("{folder}").score(mt=[...], ref=[...])')
     return {**result, "times": times}
+
+
+def generate_pairs(root: Path, s: QuickstartSettings, seed: int) -> int:
+    """Step 1: perturbed pairs of WordNet's example sentences, written to ``root/synthetic``; their count."""
+    from data_gen.pipeline import Recipe, generate, write_dataset
+    from data_gen.wordnet import example_sentences
+
+    print(f"[1/5] generate: {s.sentences} WordNet example sentences x {s.pairs_per_sentence} perturbations", flush=True)
+    columns = generate(example_sentences()[: s.sentences], Recipe(), s.pairs_per_sentence, seed, num_proc=s.num_proc, progress=True)
+    write_dataset(columns, root / "synthetic", (0, 1), {"seed": seed})
+    return len(columns["mt"])
+
+
+def pretrain(root: Path, n_pairs: int, s: QuickstartSettings, seed: int) -> str:
+    """Step 2: a BLEURT-style metric pre-trained on the synthetic pairs; the best checkpoint's path."""
+    import pytorch_lightning as pl
+
+    from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule
+    from lightning_metrics.inference import training_precision
+    from lightning_metrics.models import BleurtRegressor
+
+    print(f"[2/5] pre-train a BLEURT-style metric on {n_pairs} pairs ({training_precision(bf16_on_cpu=True)})", flush=True)
+    pl.seed_everything(seed)
+    dm = PretrainDataModule(data=str(root / "synthetic"), batch_size=s.batch_size, max_length=s.max_length, seed=seed)
+    model = BleurtRegressor(targets=list(PRETRAIN_TARGETS), loss_weights={"score": 2.0}, lr_encoder=s.lr_encoder, lr_head=s.lr_head,
+                            keep_embeddings_frozen=True, nr_frozen_epochs=0.1)
+    saver = pl.callbacks.ModelCheckpoint(dirpath=root / "ckpt", filename="pretrain", save_last=False, save_top_k=1, monitor="val_kendall", mode="max")
+    _trainer(root / "pretrain", max_epochs=s.pretrain_epochs, callbacks=[saver]).fit(model, dm)
+    return saver.best_model_path
+
+
+def probe_metric(folder: str, s: QuickstartSettings, seed: int) -> None:
+    """Step 5: the new metric's response to each perturbation family."""
+    from data_gen.probe import format_probe, probe
+    from data_gen.wordnet import example_sentences
+    from lightning_metrics.metrics import load_metric
+
+    print("[5/5] probe the new metric", flush=True)
+    metric = load_metric(folder)
+    print(format_probe(probe(lambda mt, ref: metric.score(mt=mt, ref=ref).scores, example_sentences(), n_sentences=s.probe_sentences, seed=seed), folder))
 
 
 def example_table(folder: str) -> str:

@@ -1,8 +1,11 @@
 """`lightning-metrics fit | validate | test --config ...`: LightningCLI over our models and data.
 
-Precision defaults to bf16-mixed on a GPU and 32 on CPU (``trainer.precision: null``), a
-W&B logger stays offline unless ``WANDB_MODE`` says otherwise, and ``ddp``/``ddp_spawn`` become
-their ``find_unused_parameters_true`` variants while ``nr_frozen_epochs`` freezes the encoder.
+Every run starts from the shared trainer defaults, :data:`TRAINER_DEFAULTS` (checkpoints and
+early stopping on ``val_kendall``, clipping, validation twice an epoch); a config states what
+differs. Unless a config names its loggers, the run logs to CSV and W&B under
+``trainer.default_root_dir``; W&B stays offline unless ``WANDB_MODE`` says otherwise. Precision
+defaults to :func:`~lightning_metrics.inference.training_precision` (``trainer.precision: null``), and ``ddp``/``ddp_spawn``
+become their ``find_unused_parameters_true`` variants while ``nr_frozen_epochs`` freezes the encoder.
 The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings, and its batch layout
 (``input_format``, ``text_fields``), are linked from the model's, so a config states them once
 (a value given for the data is replaced by the model's).
@@ -11,16 +14,20 @@ The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings, and 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 
 from lightning_metrics.config_checks import check_training_config
 from lightning_metrics.data.modules import MetricDataModule
+from lightning_metrics.inference import native_cpu_bf16, training_precision
 from lightning_metrics.models.base import MetricModel
 from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
 
 
+TRAINER_DEFAULTS = Path(__file__).parent / "resources" / "trainer.yaml"
 LINKED = ("encoder", "targets", "signals", "signal_encoder", "signal_layer")  # model.init_args.X -> data.init_args.X
 LAYOUT = {"input_format": "input_format", "train_fields": "text_fields"}  # the built model's X -> data.init_args.Y
 
@@ -35,6 +42,10 @@ class MetricsCLI(LightningCLI):
     def _instantiate_trainer(self, config: dict, callbacks: list):
         if not config.get("plugins"):  # checkpoints written atomically (lightning_metrics.resume)
             config["plugins"] = [AtomicCheckpointIO()]
+        if config.get("logger") in (None, True):
+            config["logger"] = default_loggers(config.get("default_root_dir") or os.getcwd())
+        if config.get("enable_checkpointing") is False:  # the defaults' ModelCheckpoint would contradict it
+            config["callbacks"] = [c for c in config.get("callbacks") or [] if not isinstance(c, ModelCheckpoint)]
         return super()._instantiate_trainer(config, callbacks)
 
     def _parse_ckpt_path(self) -> None:
@@ -53,9 +64,7 @@ class MetricsCLI(LightningCLI):
         config = self.config[self.subcommand] if self.subcommand else self.config
         trainer = config.trainer
         if trainer.get("precision") is None:
-            accelerator = str(trainer.get("accelerator") or "auto")
-            gpu = torch.cuda.is_available() and accelerator in ("auto", "gpu", "cuda")
-            trainer.precision = "bf16-mixed" if gpu else "32-true"
+            trainer.precision = training_precision(str(trainer.get("accelerator") or "auto"))
         _warn_slow_cpu_bf16(trainer)
         files = [str(p) for p in (config.get("config") or [])]
         check_training_config(config, ", ".join(files) if files else "the command line")
@@ -69,12 +78,20 @@ class MetricsCLI(LightningCLI):
                 logger.init_args.offline = os.environ.get("WANDB_MODE", "offline") != "online"
 
 
+def default_loggers(root: str) -> list:
+    """CSV and W&B (offline unless ``WANDB_MODE=online``) in ``root``."""
+    from pytorch_lightning.loggers import CSVLogger, WandbLogger
+
+    online = os.environ.get("WANDB_MODE", "offline") == "online"
+    return [CSVLogger(save_dir=root), WandbLogger(save_dir=root, project="lightning-metrics", offline=not online)]
+
+
 def _warn_slow_cpu_bf16(trainer) -> None:
     """bf16 autocast on a CPU without native bf16 (AVX512-BF16 or AMX) is emulated: a MiniLM
     training step took 16x as long as in fp32 on a 2-core EPYC. Say so before hours are spent."""
     precision, accelerator = str(trainer.get("precision")), str(trainer.get("accelerator") or "auto")
     on_cpu = accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
-    if on_cpu and precision.startswith("bf16") and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+    if on_cpu and precision.startswith("bf16") and not native_cpu_bf16():
         import warnings
 
         warnings.warn(f"trainer.precision {precision} on a CPU without native bf16 (no AVX512-BF16 or AMX) is emulated and much "
@@ -84,8 +101,10 @@ def _warn_slow_cpu_bf16(trainer) -> None:
 
 def run_lightning(argv: list[str] | None) -> int:
     """Run a LightningCLI subcommand (``fit``, ``validate``, ``test``); ``argv=None`` reads ``sys.argv``."""
+    defaults = {"default_config_files": [str(TRAINER_DEFAULTS)]}
     MetricsCLI(
         MetricModel, MetricDataModule, subclass_mode_model=True, subclass_mode_data=True,
         args=argv, save_config_kwargs={"overwrite": True}, seed_everything_default=0,
+        parser_kwargs={"fit": defaults, "validate": defaults, "test": defaults},
     )
     return 0

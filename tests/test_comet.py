@@ -195,6 +195,7 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
         "data": {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
                  "init_args": {"train": str(ratings["train"]), "val": str(ratings["val"]), "encoder": str(tiny_encoder), "batch_size": 8}},
         "trainer": {"max_epochs": 1, "accelerator": "cpu", "devices": 2, "strategy": "ddp_spawn", "default_root_dir": str(tmp_path),
+                    "val_check_interval": 1.0,  # the shared trainer defaults validate twice an epoch
                     "enable_progress_bar": False, "num_sanity_val_steps": 0, "enable_model_summary": False,
                     "logger": [{"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(tmp_path), "name": "csv"}}],
                     "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",

@@ -116,6 +116,7 @@ def _config(tmp_path, tiny_encoder, ratings, **trainer_overrides):
         "data": {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
                  "init_args": {"train": str(ratings["train"]), "val": str(ratings["val"]), "encoder": str(tiny_encoder), "batch_size": 8}},
         "trainer": {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "default_root_dir": str(tmp_path), "enable_progress_bar": False,
+                    "val_check_interval": 1.0,  # the shared trainer defaults validate twice an epoch
                     "num_sanity_val_steps": 0, "enable_model_summary": False,
                     "logger": [{"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(tmp_path), "name": "csv"}}],
                     "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
