@@ -47,7 +47,7 @@ import yaml  # noqa: E402
 
 from lightning_metrics.artifact import MANIFEST, METADATA, is_exported  # noqa: E402
 from lightning_metrics.correlation import correlate_metrics  # noqa: E402
-from lightning_metrics.data.readers import read_ratings  # noqa: E402
+from lightning_metrics.data.readers import read_rating_table  # noqa: E402
 from lightning_metrics.metrics import score_many  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def timed(times: dict, key: str):
 
 def test_rows(name: str) -> dict[str, list]:
     path, lp, columns = TESTS[name]
-    rows = read_ratings(str(path), columns=columns, required=("src", "mt", "ref", "score"), on_invalid="skip").to_dict()
+    rows = read_rating_table(str(path), columns=columns, required=("src", "mt", "ref", "score"), on_invalid="skip")
     keep = [i for i, x in enumerate(rows["lp"]) if x == lp]
     return {k: [v[i] for i in keep] for k, v in rows.items()}
 
@@ -239,7 +239,7 @@ def ensemble_scores(export: Path, test: str, scores: dict[str, np.ndarray], out:
 
     folder = out / "models" / f"{test}-ensemble-{export.parent.name}"
     if not is_exported(folder):
-        rows = read_ratings(str(DA), required=("src", "mt", "ref", "score")).to_dict()
+        rows = read_rating_table(str(DA), required=("src", "mt", "ref", "score"))
         keep = [i for i, lp in enumerate(rows["lp"]) if lp != TESTS[test][1]]
         table = {k: [rows[k][i] for i in keep] for k in ("src", "mt", "ref")}
         export_ensemble([str(export), "bertscore"], folder, table, force=True, progress=False)

@@ -115,7 +115,7 @@ def run_peer(python: str, data: Path, weights: Path, batch: int) -> tuple[float,
 def speed(args) -> None:
     out = Path(args.out)
     folder = build_metric(out, args.seed)
-    print(f"| layout | rows | unique sentences | unbabel-comet rows/s | lightning-metrics rows/s | ratio | max abs score diff |")
+    print("| layout | rows | unique sentences | unbabel-comet rows/s | lightning-metrics rows/s | ratio | max abs score diff |")
     print("|---|---|---|---|---|---|---|")
     for name, rows in layouts(args.rows).items():
         path = out / f"{name.split()[0].lower()}.csv"

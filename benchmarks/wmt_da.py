@@ -38,7 +38,7 @@ import pytorch_lightning as pl  # noqa: E402
 from lightning_metrics.artifact import is_exported  # noqa: E402
 from lightning_metrics.correlation import correlate_metrics  # noqa: E402
 from lightning_metrics.data.modules import RatingsDataModule, split_by_group  # noqa: E402
-from lightning_metrics.data.readers import read_ratings  # noqa: E402
+from lightning_metrics.data.readers import read_rating_table  # noqa: E402
 from lightning_metrics.export import export_checkpoint  # noqa: E402
 from lightning_metrics.models import BleurtRegressor, CometEstimator  # noqa: E402
 from lightning_metrics.metrics import score_many  # noqa: E402
@@ -158,7 +158,7 @@ def main() -> None:
 
 
 def lolo_section(args, out: Path, sections: dict) -> None:
-    full = read_ratings(str(DA), required=("src", "mt", "ref", "score")).to_dict()
+    full = read_rating_table(str(DA), required=("src", "mt", "ref", "score"))
     lolo: dict[str, dict] = {}
     n_lolo = 0
     for held in LPS:
@@ -179,7 +179,7 @@ def lolo_section(args, out: Path, sections: dict) -> None:
 
 
 def mqm_section(args, out: Path, sections: dict, names: dict) -> None:
-    mqm_all = read_ratings(str(MQM), required=("src", "mt", "ref", "score"), on_invalid="skip").to_dict()
+    mqm_all = read_rating_table(str(MQM), required=("src", "mt", "ref", "score"), on_invalid="skip")
     mqm = {k: [v[i] for i, lp in enumerate(mqm_all["lp"]) if lp == "zh-en"] for k, v in mqm_all.items()}
     mqm_scores = {k: scores_for(v, mqm, out / "scores" / "mqm_zh-en") for k, v in names.items()}
     sections["MQM zh-en newstest (new language pair, new protocol)"] = (table("mqm", mqm_scores, mqm, args.bootstrap, args.seed), len(mqm["mt"]))

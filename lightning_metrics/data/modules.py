@@ -12,7 +12,7 @@ import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
 from lightning_metrics.data.batching import CrossEncoderCollate, LengthBucketSampler, RowsDataset, SentencesCollate, SourceGroupSampler
-from lightning_metrics.data.readers import read_ratings
+from lightning_metrics.data.readers import read_rating_table
 from lightning_metrics.data.sources import NORMALISATIONS, RatingSource, check_source_names, group_ids, normalise_scores, row_weights
 from lightning_metrics.encoders import load_tokenizer
 from lightning_metrics.errors import InputError, LightningMetricsError
@@ -190,10 +190,6 @@ def split_by_group(keys: Sequence[str], fraction: float, seed: int) -> tuple[lis
     return [i for i in range(len(keys)) if i not in val_set], sorted(val)
 
 
-def _columns_of(ds) -> dict[str, list]:
-    return ds.to_dict()
-
-
 class RatingsDataModule(MetricDataModule):
     """Human ratings (DA z-scores, MQM, ...) for fine-tuning, from one table or several.
 
@@ -239,7 +235,7 @@ class RatingsDataModule(MetricDataModule):
 
     def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:
         required = (*self.text_fields, *self.targets)
-        return _columns_of(read_ratings(path, columns=columns if columns is not None else self.columns, required=required, on_invalid=self.on_invalid))
+        return read_rating_table(path, columns=columns if columns is not None else self.columns, required=required, on_invalid=self.on_invalid)
 
     def _split(self, source: RatingSource, rows: dict[str, list]) -> tuple[dict, dict]:
         n = n_rows(rows)

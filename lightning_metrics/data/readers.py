@@ -2,13 +2,11 @@
 
 Every reader returns rows keyed by the canonical column names (`src`, `mt`, `ref`, `score`,
 `lp`, `system`, `doc_id`); a :class:`ColumnMap` says which source column feeds which name.
+Decoding the file formats themselves is :mod:`lightning_metrics.data.formats`'.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import logging
 import math
 import os
@@ -17,16 +15,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from lightning_metrics.data.formats import TABLE_SUFFIXES, load_columns, read_lines
 from lightning_metrics.errors import InputError
 from lightning_metrics.tables import take_rows
 
 log = logging.getLogger(__name__)
 
 TEXT_COLUMNS = ("src", "mt", "ref", "pos", "neg")
-STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id")
 ON_INVALID = ("error", "skip")
-_TABULAR = {".csv": ",", ".tsv": "\t"}
-TABLE_SUFFIXES = (*_TABULAR, ".jsonl", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,8 @@ def read_ratings(
     on_invalid: str = "error",
     split: str = "train",
 ):
-    """Read a ratings table into a ``datasets.Dataset`` with canonical column names.
+    """Read a ratings table into a ``datasets.Dataset`` with canonical column names
+    (:func:`read_rating_table` gives the same rows as a column table).
 
     ``source`` is a ``.csv``/``.tsv``/``.jsonl``/``.parquet`` file, a folder written by
     ``Dataset.save_to_disk``, or a hub dataset name. ``required`` lists canonical columns that
@@ -74,13 +71,24 @@ def read_ratings(
     """
     import datasets
 
-    return datasets.Dataset.from_dict(check_table(source, read_table(source, columns, split), required, on_invalid, columns))
+    return datasets.Dataset.from_dict(read_rating_table(source, columns, required, on_invalid, split))
+
+
+def read_rating_table(
+    source: str | os.PathLike,
+    columns: ColumnMap | dict | None = None,
+    required: Sequence[str] = ("mt", "ref", "score"),
+    on_invalid: str = "error",
+    split: str = "train",
+) -> dict[str, list]:
+    """:func:`read_ratings` as a column table ``{column: values}``: what the data modules and metrics take."""
+    return check_table(source, read_table(source, columns, split), required, on_invalid, columns)
 
 
 def read_table(source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train") -> dict[str, list]:
     """The columns of a table or dataset, renamed to canonical names by ``columns`` (no validation)."""
     name = str(source)
-    return rename_columns(name, _load_columns(name, split), ColumnMap.from_any(columns).renames())
+    return rename_columns(name, load_columns(name, split), ColumnMap.from_any(columns).renames())
 
 
 def check_table(
@@ -133,7 +141,7 @@ def read_parallel_text(
     named = [("mt", str(p)) for p in mt_paths]
     refs = [] if ref is None else [ref] if isinstance(ref, (str, os.PathLike)) else list(ref)
     named += [("ref", str(p)) for p in refs] + ([("src", str(src))] if src is not None else [])
-    lines = [_read_lines(path) for _, path in named]
+    lines = [read_lines(path) for _, path in named]
     counts = {len(x) for x in lines}
     if len(counts) > 1:
         listing = ", ".join(f"{path} has {len(x)} lines" for (_, path), x in zip(named, lines))
@@ -166,7 +174,7 @@ def read_parallel_text(
 
 def read_columns(source: str | os.PathLike, split: str = "train") -> dict[str, list]:
     """The raw columns of a table or dataset (no renaming, no validation beyond decoding)."""
-    return _load_columns(str(source), split)
+    return load_columns(str(source), split)
 
 
 def read_corpus(source: str | os.PathLike, column: str | None = None, split: str = "train", table: dict | None = None) -> list[str]:
@@ -179,10 +187,10 @@ def read_corpus(source: str | os.PathLike, column: str | None = None, split: str
     name = str(source)
     path = Path(name)
     if table is None and path.is_file() and path.suffix.lower() not in TABLE_SUFFIXES:
-        lines = _read_lines(name)
+        lines = read_lines(name)
         values: list = lines
     else:
-        table = _load_columns(name, split) if table is None else table
+        table = load_columns(name, split) if table is None else table
         column = column or next((c for c in ("ref", "text") if c in table), None)
         if column is None or column not in table:
             raise InputError(name, f"no column {column or 'ref/text'!r} to read sentences from; columns are {sorted(table)}")
@@ -224,145 +232,6 @@ def read_corpus_with_sources(corpus: str | os.PathLike, column: str | None = Non
         return refs, srcs
     keys = list(dict.fromkeys(zip(refs, srcs if srcs is not None else [None] * len(refs))))
     return [r for r, _ in keys], None if srcs is None else [s for _, s in keys]
-
-
-# --- loading -------------------------------------------------------------------------------
-
-
-def _load_columns(name: str, split: str) -> dict[str, list]:
-    path = Path(name)
-    if path.is_dir():
-        return _load_saved_dataset(name, split)
-    suffix = path.suffix.lower()
-    if path.exists() or suffix in TABLE_SUFFIXES:
-        if not path.exists():
-            raise InputError(name, "file not found")
-        if suffix in _TABULAR:
-            return _load_tabular(name, _read_text(name), _TABULAR[suffix])
-        if suffix == ".jsonl":
-            return _load_jsonl(name, _read_text(name))
-        if suffix == ".parquet":
-            return _load_parquet(name)
-        raise InputError(name, f"unsupported file type {suffix!r}; use .csv, .tsv, .jsonl, .parquet or a dataset folder")
-    return _load_hub_dataset(name, split)
-
-
-def _read_text(name: str, allow_empty: bool = False) -> str:
-    """The file decoded as UTF-8; undecodable bytes are an error naming the row (a table's
-    record, else the line)."""
-    try:
-        data = Path(name).read_bytes()
-    except OSError as e:
-        raise InputError(name, f"cannot read file: {e.strerror or e}") from None
-    if not allow_empty and not data.strip():
-        raise InputError(name, "empty file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        prefix = data[: e.start].decode("utf-8-sig")
-        line = prefix.count("\n") + 1
-        row = line
-        if Path(name).suffix.lower() in _TABULAR:  # count records, not lines: fields may hold newlines
-            try:
-                records = list(csv.reader(io.StringIO(prefix)))
-                row = len(records) - (0 if prefix.endswith("\n") else 1)
-            except csv.Error:  # the text before the bad bytes is no CSV either (NUL bytes, a huge field): say the line
-                pass
-        raise InputError(name, f"undecodable bytes (not UTF-8) at byte {e.start}, line {line}", row=max(row, 1)) from None
-
-
-def _load_tabular(name: str, text: str, delimiter: str) -> dict[str, list]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    try:
-        header = next(reader)
-        rows = []
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise InputError(name, f"has {len(row)} fields but the header has {len(header)}", row=len(rows) + 1)
-            rows.append(row)
-    except csv.Error as e:
-        raise InputError(name, f"malformed {'TSV' if delimiter == chr(9) else 'CSV'}: {e}", row=len(rows) + 1) from None
-    dupes = [h for h, c in Counter(header).items() if c > 1]
-    if dupes:
-        raise InputError(name, f"duplicate column name(s) {dupes} in the header")
-    table = {h: [r[j] for r in rows] for j, h in enumerate(header)}
-    return {h: v if h in STRING_COLUMNS else _infer_numbers(v) for h, v in table.items()}
-
-
-def _infer_numbers(values: list[str]) -> list:
-    """Turn a column of strings into ints or floats when every non-empty value parses."""
-    for cast in (int, float):
-        try:
-            return [cast(v) if v.strip() else None for v in values]
-        except ValueError:
-            continue
-    return values
-
-
-def _load_jsonl(name: str, text: str) -> dict[str, list]:
-    records: list[tuple[int, dict]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(name, f"invalid JSON: {e.msg} at column {e.colno}", row=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError(name, f"expected a JSON object, got {type(obj).__name__}", row=lineno)
-        records.append((lineno, obj))
-    keys = list(dict.fromkeys(k for _, obj in records for k in obj))
-    return {k: [obj.get(k) for _, obj in records] for k in keys}
-
-
-def _load_parquet(name: str) -> dict[str, list]:
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(name).to_pydict()
-    except Exception as e:  # pyarrow raises several types for corrupt files
-        raise InputError(name, f"not a readable Parquet file ({type(e).__name__}: {str(e).splitlines()[0]})") from None
-
-
-def _load_saved_dataset(name: str, split: str) -> dict[str, list]:
-    import datasets
-
-    try:
-        ds = datasets.load_from_disk(name)
-    except Exception as e:
-        raise InputError(name, f"folder is not a dataset saved with save_to_disk ({str(e).splitlines()[0]})") from None
-    return _dataset_columns(name, ds, split)
-
-
-def _load_hub_dataset(name: str, split: str) -> dict[str, list]:
-    import datasets
-
-    try:
-        ds = datasets.load_dataset(name, split=split)
-    except Exception as e:
-        first = (str(e).splitlines() or [type(e).__name__])[0]
-        raise InputError(name, f"not a local file or folder, and not loadable as a hub dataset ({first})") from None
-    return _dataset_columns(name, ds, split)
-
-
-def _dataset_columns(name: str, ds, split: str) -> dict[str, list]:
-    import datasets
-
-    if isinstance(ds, datasets.DatasetDict):
-        if split not in ds:
-            raise InputError(name, f"no split {split!r}; splits are {sorted(ds)}")
-        ds = ds[split]
-    return ds.to_dict()
-
-
-def _read_lines(path: str) -> list[str]:
-    text = _read_text(path, allow_empty=True)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
 
 
 # --- validation ----------------------------------------------------------------------------

@@ -156,10 +156,10 @@ def parallel_corpus(sources: Sequence, on_invalid: str = "error") -> dict[str, l
     """The distinct (src, ref) pairs of several rating sources (their language-pair choices
     applied), first-seen order: the parallel corpus ``generate`` perturbs for synthetic
     pre-training of a source-aware model on the same data it is fine-tuned on."""
-    from lightning_metrics.data.readers import read_ratings
+    from lightning_metrics.data.readers import read_rating_table
 
     pairs: dict[tuple[str, str], None] = {}
     for source in map(RatingSource.from_any, sources):
-        rows = source.select(read_ratings(source.path, columns=source.columns, required=("src", "ref"), on_invalid=on_invalid).to_dict())
+        rows = source.select(read_rating_table(source.path, columns=source.columns, required=("src", "ref"), on_invalid=on_invalid))
         pairs.update(dict.fromkeys(zip(rows["src"], rows["ref"])))
     return {"src": [s for s, _ in pairs], "ref": [r for _, r in pairs]}

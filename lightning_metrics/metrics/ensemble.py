@@ -140,9 +140,9 @@ def export_ensemble(members: Sequence[str], out: str | Path, data, weights: Sequ
 
 
 def _sample(data, fields: Sequence[str], max_rows: int, seed: int) -> dict[str, list[str]]:
-    from lightning_metrics.data.readers import read_ratings
+    from lightning_metrics.data.readers import read_rating_table
 
-    table = read_ratings(str(data), required=tuple(fields)).to_dict() if isinstance(data, (str, Path)) else dict(data)
+    table = read_rating_table(str(data), required=tuple(fields)) if isinstance(data, (str, Path)) else dict(data)
     missing = [f for f in fields if f not in table]
     if missing:
         raise InputError(str(data) if isinstance(data, (str, Path)) else "data", f"the members read {missing}, which the data lacks")

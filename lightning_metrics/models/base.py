@@ -96,42 +96,48 @@ class MetricModel(pl.LightningModule):
         standardised, with a linear ``signal_skip`` from them to the output; ``start_from`` (one of
         ``signals``) starts the model as that baseline: its skip weight to the first target 1, the head's last layer zero."""
         super().__init__()
-        if loss not in LOSSES:
-            raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
+        self.targets = list(targets)
+        self.loss_weights = objective_weights(loss, loss_weights, self.targets)
         self.signal_spec = SignalSpec(tuple(signals), signal_encoder, signal_layer).resolved() if signals else None
         if self.signal_spec is not None:
             signal_layer = self.signal_spec.layer  # resolved now, so a checkpoint records it
         self.save_hyperparameters()
-        self.targets = list(targets)
-        unknown = set(loss_weights or {}) - set(self.targets)
-        if unknown:
-            raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {self.targets}")
-        self.loss_weights = [float((loss_weights or {}).get(t, 1.0)) for t in self.targets]
-        self.encoder, _ = load_encoder(encoder)
+        self._build_encoder()
+        self.register_buffer("target_mean", torch.zeros(len(self.targets)))
+        self.register_buffer("target_std", torch.ones(len(self.targets)))
+        self.register_buffer("stats_ready", torch.tensor(False))
+        self._build_signal_inputs()
+        self.source_bias = source_bias_table(len(self.targets)) if source_bias else None
+        self.group_names: list[str] = []  # language-pair names of the validation ids (from the data, at fit time)
+        self._outputs: list[torch.Tensor] = []
+
+    def _build_encoder(self) -> None:
+        """The encoder in training mode, without its unused pooler, its layer mix, embeddings frozen if asked."""
+        hp = self.hparams
+        self.encoder, _ = load_encoder(hp.encoder)
         self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
         self.hidden_size = int(self.encoder.config.hidden_size)
         self.n_layers = int(self.encoder.config.num_hidden_layers)
-        self.layer_mix = LayerMix(self.n_layers + 1, mix_dropout, layer_transform) if layer_mix else None
-        self.register_buffer("target_mean", torch.zeros(len(self.targets)))
-        self.register_buffer("target_std", torch.ones(len(self.targets)))
-        self.register_buffer("stats_ready", torch.tensor(False))
-        self.n_signals = len(signals or ())
-        if self.n_signals:
-            self.register_buffer("signal_mean", torch.zeros(self.n_signals))
-            self.register_buffer("signal_std", torch.ones(self.n_signals))
-            self.signal_skip = zero_linear(self.n_signals, max(1, len(self.targets))) if signal_skip else None
-        if start_from is not None and (start_from not in (signals or ()) or not signal_skip):
-            raise LightningMetricsError(f"model.start_from {start_from!r} must be one of the model's signals {list(signals or [])}, "
-                                        "with signal_skip true")
-        self.source_bias = source_bias_table(len(self.targets)) if source_bias else None
-        self.group_names: list[str] = []  # language-pair names of the validation ids (from the data, at fit time)
-        self._outputs: list[torch.Tensor] = []
-        if keep_embeddings_frozen:
+        self.layer_mix = LayerMix(self.n_layers + 1, hp.mix_dropout, hp.layer_transform) if hp.layer_mix else None
+        if hp.keep_embeddings_frozen:
             for name, p in self.encoder.named_parameters():
                 if name.startswith("embeddings"):
                     p.requires_grad_(False)
+
+    def _build_signal_inputs(self) -> None:
+        """A hybrid model's signal statistics and skip layer (:mod:`~lightning_metrics.models.head`)."""
+        hp = self.hparams
+        signals = list(hp.signals or ())
+        self.n_signals = len(signals)
+        if self.n_signals:
+            self.register_buffer("signal_mean", torch.zeros(self.n_signals))
+            self.register_buffer("signal_std", torch.ones(self.n_signals))
+            self.signal_skip = zero_linear(self.n_signals, max(1, len(self.targets))) if hp.signal_skip else None
+        if hp.start_from is not None and (hp.start_from not in signals or not hp.signal_skip):
+            raise LightningMetricsError(f"model.start_from {hp.start_from!r} must be one of the model's signals {signals}, "
+                                        "with signal_skip true")
 
     def init_head(self) -> None:
         """Called once a subclass has built ``self.head``: ``start_from`` (the output starts as that
@@ -331,3 +337,12 @@ class MetricModel(pl.LightningModule):
         for key, value in stats.items():
             self.log(f"{prefix}_{key}", value, prog_bar=key == "kendall", sync_dist=False, rank_zero_only=False)
 
+
+def objective_weights(loss: str, loss_weights: Optional[dict], targets: list[str]) -> list[float]:
+    """Each target's weight in the loss (1 unless ``loss_weights`` names it), once ``loss`` is known."""
+    if loss not in LOSSES:
+        raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
+    unknown = set(loss_weights or {}) - set(targets)
+    if unknown:
+        raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {targets}")
+    return [float((loss_weights or {}).get(t, 1.0)) for t in targets]
