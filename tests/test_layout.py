@@ -55,3 +55,20 @@ def test_no_import_circle():
 def test_one_module_owns_the_export_format():
     hits = subprocess.run(["grep", "-rln", "metric.json", *PACKAGES, "--include=*.py"], cwd=REPO, capture_output=True, text=True).stdout.split()
     assert hits == ["lightning_metrics/artifact.py"]
+
+
+def _layer_imports(package: str) -> dict[str, set[str]]:
+    """Project modules each module of ``package`` imports (function-level imports included)."""
+    files = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    return {m: _imports(p, set(files)) for m, p in files.items() if m == package or m.startswith(package + ".")}
+
+
+def test_data_never_imports_models():
+    reaching = {m: sorted(d for d in deps if d.startswith("lightning_metrics.models")) for m, deps in _layer_imports("lightning_metrics.data").items()}
+    assert not {m: d for m, d in reaching.items() if d}
+
+
+def test_models_never_import_metrics_or_the_export_format():
+    banned = ("lightning_metrics.metrics", "lightning_metrics.artifact")
+    reaching = {m: sorted(d for d in deps if d.startswith(banned)) for m, deps in _layer_imports("lightning_metrics.models").items()}
+    assert not {m: d for m, d in reaching.items() if d}
