@@ -16,13 +16,14 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from pathlib import Path  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 from lightning_metrics.bertscore import BERTScorer  # noqa: E402
 from lightning_metrics.correlation import kendall  # noqa: E402
 from lightning_metrics.data.readers import read_ratings  # noqa: E402
 from lightning_metrics.encoders import load_encoder  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt21_da_toen.csv"
 

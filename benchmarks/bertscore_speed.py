@@ -57,7 +57,13 @@ def main() -> None:
     cands, refs = [r["mt"] for r in rows], [r["ref"] for r in rows]
 
     ours = BERTScorer(args.model, layer=args.layer, batch_size=args.batch_size, progress=False)
-    theirs = bert_score.BERTScorer(model_type=resolve_encoder(args.model), num_layers=ours.layer, batch_size=args.batch_size, lang="en", device="cpu")
+    theirs = bert_score.BERTScorer(
+        model_type=resolve_encoder(args.model),
+        num_layers=ours.layer,
+        batch_size=args.batch_size,
+        lang="en",
+        device="cpu",
+    )
     ours.score(cands[:64], refs[:64])
     theirs.score(cands[:64], refs[:64])
 
@@ -67,15 +73,31 @@ def main() -> None:
     ours_bf16 = BERTScorer(args.model, layer=args.layer, batch_size=args.batch_size, precision="bf16", progress=False)
     ours_bf16.score(cands[:64], refs[:64])
     t_bf16, result_bf16 = best_time(lambda: ours_bf16.score(cands, refs), args.repeats)
-    diff_bf16 = max(np.abs(result_bf16.f1 - F.numpy()).max(), np.abs(result_bf16.precision - P.numpy()).max(), np.abs(result_bf16.recall - R.numpy()).max())
-    diff = max(np.abs(result.f1 - F.numpy()).max(), np.abs(result.precision - P.numpy()).max(), np.abs(result.recall - R.numpy()).max())
+    diff_bf16 = max(
+        np.abs(result_bf16.f1 - F.numpy()).max(),
+        np.abs(result_bf16.precision - P.numpy()).max(),
+        np.abs(result_bf16.recall - R.numpy()).max(),
+    )
+    diff = max(
+        np.abs(result.f1 - F.numpy()).max(),
+        np.abs(result.precision - P.numpy()).max(),
+        np.abs(result.recall - R.numpy()).max(),
+    )
 
-    print(f"BERTScore speed: {args.pairs} real WMT21 DA pairs, {signature}, batch {args.batch_size}, "
-          f"CPU threads {torch.get_num_threads()}, best of {args.repeats}")
+    print(
+        f"BERTScore speed: {args.pairs} real WMT21 DA pairs, {signature}, batch {args.batch_size}, "
+        f"CPU threads {torch.get_num_threads()}, best of {args.repeats}"
+    )
     print(f"{'implementation':<26}{'seconds':>10}{'pairs/s':>10}{'ratio':>8}{'max |diff| PRF':>16}")
-    print(f"{'bert-score ' + bert_score.__version__ + ' fp32':<26}{t_theirs:>10.2f}{args.pairs / t_theirs:>10.1f}{1.0:>8.2f}{0.0:>16.1e}")
-    print(f"{'lightning-metrics fp32':<26}{t_ours:>10.2f}{args.pairs / t_ours:>10.1f}{t_theirs / t_ours:>8.2f}{diff:>16.1e}")
-    print(f"{'lightning-metrics bf16':<26}{t_bf16:>10.2f}{args.pairs / t_bf16:>10.1f}{t_theirs / t_bf16:>8.2f}{diff_bf16:>16.1e}")
+    print(
+        f"{'bert-score ' + bert_score.__version__ + ' fp32':<26}{t_theirs:>10.2f}{args.pairs / t_theirs:>10.1f}{1.0:>8.2f}{0.0:>16.1e}"
+    )
+    print(
+        f"{'lightning-metrics fp32':<26}{t_ours:>10.2f}{args.pairs / t_ours:>10.1f}{t_theirs / t_ours:>8.2f}{diff:>16.1e}"
+    )
+    print(
+        f"{'lightning-metrics bf16':<26}{t_bf16:>10.2f}{args.pairs / t_bf16:>10.1f}{t_theirs / t_bf16:>8.2f}{diff_bf16:>16.1e}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,16 +31,24 @@ import torch  # noqa: E402
 from data_gen.pipeline import Recipe, generate, write_dataset  # noqa: E402
 from data_gen.wordnet import example_sentences  # noqa: E402
 from lightning_metrics.correlation import kendall  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
 from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule, RatingsDataModule  # noqa: E402
+from lightning_metrics.metrics import score_many  # noqa: E402
 from lightning_metrics.models import BleurtRegressor  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt21_da_toen.csv"
 
 
 def trainer(root: Path, **kwargs) -> pl.Trainer:
-    return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root), precision="bf16-mixed", enable_progress_bar=False,
-                      enable_model_summary=False, num_sanity_val_steps=0, gradient_clip_val=1.0, **kwargs)
+    return pl.Trainer(
+        default_root_dir=root,
+        logger=pl.loggers.CSVLogger(root),
+        precision="bf16-mixed",
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        gradient_clip_val=1.0,
+        **kwargs,
+    )
 
 
 def dev_predictions(model: BleurtRegressor, dm: RatingsDataModule) -> np.ndarray:
@@ -59,7 +67,9 @@ def main() -> None:
     parser.add_argument("--finetune-batches", type=int, default=300, help="optimizer steps of fine-tuning (batch 32)")
     parser.add_argument("--out", default="runs/bench_bleurt")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pretrained", default=None, help="reuse a pre-training checkpoint from an earlier run (skips steps 1-2)")
+    parser.add_argument(
+        "--pretrained", default=None, help="reuse a pre-training checkpoint from an earlier run (skips steps 1-2)"
+    )
     args = parser.parse_args()
     out = Path(args.out)
     times = {}
@@ -71,7 +81,14 @@ def main() -> None:
 
 def pretrain(args, out: Path, times: dict) -> None:
     start = time.perf_counter()
-    columns = generate(example_sentences()[: args.sentences], Recipe(), args.pairs, args.seed, num_proc=os.cpu_count() or 1, progress=False)
+    columns = generate(
+        example_sentences()[: args.sentences],
+        Recipe(),
+        args.pairs,
+        args.seed,
+        num_proc=os.cpu_count() or 1,
+        progress=False,
+    )
     write_dataset(columns, out / "synthetic", (0, 1), {"seed": args.seed})
     times["generate"] = time.perf_counter() - start
     print(f"generated {len(columns['mt'])} pairs in {times['generate']:.0f} s", flush=True)
@@ -79,13 +96,22 @@ def pretrain(args, out: Path, times: dict) -> None:
     pl.seed_everything(args.seed)
     start = time.perf_counter()
     pre_dm = PretrainDataModule(data=str(out / "synthetic"), batch_size=32, max_length=128, seed=args.seed)
-    pre = BleurtRegressor(targets=list(PRETRAIN_TARGETS), loss_weights={"score": 2.0}, lr_encoder=5e-5, lr_head=3e-4, keep_embeddings_frozen=True)
+    pre = BleurtRegressor(
+        targets=list(PRETRAIN_TARGETS),
+        loss_weights={"score": 2.0},
+        lr_encoder=5e-5,
+        lr_head=3e-4,
+        keep_embeddings_frozen=True,
+    )
     t = trainer(out / "pretrain", max_epochs=1, enable_checkpointing=False)
     t.fit(pre, pre_dm)
     t.save_checkpoint(out / "pretrain.ckpt")
     times["pretrain"] = time.perf_counter() - start
-    print(f"pre-trained on {len(pre_dm.train_rows['mt'])} pairs in {times['pretrain']:.0f} s; "
-          f"synthetic dev kendall {float(t.callback_metrics['val_kendall']):.4f}", flush=True)
+    print(
+        f"pre-trained on {len(pre_dm.train_rows['mt'])} pairs in {times['pretrain']:.0f} s; "
+        f"synthetic dev kendall {float(t.callback_metrics['val_kendall']):.4f}",
+        flush=True,
+    )
 
 
 def run_finetuning(args, out: Path, times: dict, pretrained: Path) -> None:
@@ -94,9 +120,16 @@ def run_finetuning(args, out: Path, times: dict, pretrained: Path) -> None:
         pl.seed_everything(args.seed)
         start = time.perf_counter()
         dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed)
-        model = BleurtRegressor(init_from=init, lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.3, keep_embeddings_frozen=True)
-        t = trainer(out / name.replace(" ", "_").replace("(", "").replace(")", ""), max_epochs=1,
-                    limit_train_batches=args.finetune_batches, limit_val_batches=0, enable_checkpointing=False)
+        model = BleurtRegressor(
+            init_from=init, lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.3, keep_embeddings_frozen=True
+        )
+        t = trainer(
+            out / name.replace(" ", "_").replace("(", "").replace(")", ""),
+            max_epochs=1,
+            limit_train_batches=args.finetune_batches,
+            limit_val_batches=0,
+            enable_checkpointing=False,
+        )
         t.fit(model, dm)
         times[name] = time.perf_counter() - start
         results[name] = dev_predictions(model, dm)
@@ -115,8 +148,10 @@ def run_finetuning(args, out: Path, times: dict, pretrained: Path) -> None:
         taus = [kendall(scores[lps == n], human[lps == n]) for n in names]
         print(f"{metric:<26}" + "".join(f"{t:>9.4f}" for t in taus) + f"{np.mean(taus):>9.4f}")
     print("\nwall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
-    print(f"budget: fine-tuning {args.finetune_batches} steps of 32 rows from {pretrained} or from the plain encoder; "
-          f"bf16 autocast on {torch.get_num_threads()} CPU threads")
+    print(
+        f"budget: fine-tuning {args.finetune_batches} steps of 32 rows from {pretrained} or from the plain encoder; "
+        f"bf16 autocast on {torch.get_num_threads()} CPU threads"
+    )
 
 
 if __name__ == "__main__":

@@ -30,9 +30,9 @@ import pytorch_lightning as pl  # noqa: E402
 import torch  # noqa: E402
 
 from lightning_metrics.correlation import kendall  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
 from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
 from lightning_metrics.encoders import default_encoder_path  # noqa: E402
+from lightning_metrics.metrics import score_many  # noqa: E402
 from lightning_metrics.models import CometEstimator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,13 +41,29 @@ HEAD = [1024, 256]
 
 
 def trainer(root: Path, precision: str, **kwargs) -> pl.Trainer:
-    return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root), precision=precision, enable_progress_bar=False,
-                      enable_model_summary=False, num_sanity_val_steps=0, gradient_clip_val=1.0, enable_checkpointing=False, **kwargs)
+    return pl.Trainer(
+        default_root_dir=root,
+        logger=pl.loggers.CSVLogger(root),
+        precision=precision,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        gradient_clip_val=1.0,
+        enable_checkpointing=False,
+        **kwargs,
+    )
 
 
 def estimator(**kwargs) -> CometEstimator:
-    return CometEstimator(hidden_sizes=HEAD, lr_encoder=3e-5, lr_head=3e-4, layerwise_decay=0.9, nr_frozen_epochs=0.3,
-                          keep_embeddings_frozen=True, **kwargs)
+    return CometEstimator(
+        hidden_sizes=HEAD,
+        lr_encoder=3e-5,
+        lr_head=3e-4,
+        layerwise_decay=0.9,
+        nr_frozen_epochs=0.3,
+        keep_embeddings_frozen=True,
+        **kwargs,
+    )
 
 
 def dev_predictions(model, dm: RatingsDataModule) -> np.ndarray:
@@ -68,23 +84,43 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
         writer.writerow(["src", "mt", "ref", "score"])
         for i in range(args.epoch_rows):
             writer.writerow([dm.train_rows[k][i] for k in ("src", "mt", "ref", "score")])
-    print(f"\nEpoch over {args.epoch_rows} training rows (batch 32, {torch.get_num_threads()} CPU threads, same rows, encoder folder and head):")
-    print("| precision | unbabel-comet RegressionMetric | lightning-metrics CometEstimator | ratio |\n|---|---|---|---|")
+    print(
+        f"\nEpoch over {args.epoch_rows} training rows (batch 32, {torch.get_num_threads()} CPU threads, same rows, encoder folder and head):"
+    )
+    print(
+        "| precision | unbabel-comet RegressionMetric | lightning-metrics CometEstimator | ratio |\n|---|---|---|---|"
+    )
     times = {}
     for precision in ("32-true", "bf16-mixed"):
         pl.seed_everything(args.seed)
         model = estimator()  # built outside the timer, as the peer's is
-        ours_dm = RatingsDataModule(train=str(subset), val=str(subset), batch_size=32, max_length=256, seed=args.seed, **model.batch_layout)
+        ours_dm = RatingsDataModule(
+            train=str(subset), val=str(subset), batch_size=32, max_length=256, seed=args.seed, **model.batch_layout
+        )
         start = time.perf_counter()
         trainer(out / "epoch_ours", precision, max_epochs=1, limit_val_batches=0).fit(model, ours_dm)
         ours = time.perf_counter() - start
-        cmd = [args.peer_python, str(REPO / "benchmarks" / "peers" / "comet_peer.py"), "train", "--data", str(subset),
-               "--encoder", str(default_encoder_path()), "--batch", "32", "--precision", precision]
+        cmd = [
+            args.peer_python,
+            str(REPO / "benchmarks" / "peers" / "comet_peer.py"),
+            "train",
+            "--data",
+            str(subset),
+            "--encoder",
+            str(default_encoder_path()),
+            "--batch",
+            "32",
+            "--precision",
+            precision,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
         peer = json.loads(proc.stdout.strip().splitlines()[-1])["epoch_seconds"]
-        print(f"| {precision} | {peer:.0f} s ({args.epoch_rows / peer:.1f} rows/s) | {ours:.0f} s ({args.epoch_rows / ours:.1f} rows/s) | {peer / ours:.2f}x |", flush=True)
+        print(
+            f"| {precision} | {peer:.0f} s ({args.epoch_rows / peer:.1f} rows/s) | {ours:.0f} s ({args.epoch_rows / ours:.1f} rows/s) | {peer / ours:.2f}x |",
+            flush=True,
+        )
         times[precision] = (ours, peer)
     return times
 
@@ -92,9 +128,13 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
 def quality(args, out: Path) -> None:
     pl.seed_everything(args.seed)
     model = estimator()
-    dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed, **model.batch_layout)
+    dm = RatingsDataModule(
+        train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed, **model.batch_layout
+    )
     start = time.perf_counter()
-    trainer(out / "finetune", "bf16-mixed", max_epochs=1, limit_train_batches=args.steps, limit_val_batches=0).fit(model, dm)
+    trainer(out / "finetune", "bf16-mixed", max_epochs=1, limit_train_batches=args.steps, limit_val_batches=0).fit(
+        model, dm
+    )
     elapsed = time.perf_counter() - start
     results = {"comet estimator": dev_predictions(model, dm)}
     dev = dm.val_rows
@@ -107,7 +147,9 @@ def quality(args, out: Path) -> None:
     for metric, scores in results.items():
         taus = [kendall(scores[lps == n], human[lps == n]) for n in names]
         print(f"| {metric} | " + " | ".join(f"{t:.4f}" for t in taus) + f" | {np.mean(taus):.4f} |")
-    print(f"\nfine-tuned {args.steps} steps of 32 rows in {elapsed:.0f} s (bf16 autocast, {torch.get_num_threads()} CPU threads)")
+    print(
+        f"\nfine-tuned {args.steps} steps of 32 rows in {elapsed:.0f} s (bf16 autocast, {torch.get_num_threads()} CPU threads)"
+    )
     np.save(out / "dev_predictions.npy", results["comet estimator"])
 
 
@@ -115,7 +157,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--epoch-rows", type=int, default=1024)
-    parser.add_argument("--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)")
+    parser.add_argument(
+        "--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)"
+    )
     parser.add_argument("--skip-epoch", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--out", default="runs/bench_comet")

@@ -54,10 +54,18 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 DA, NEWS, TED = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv", SHARED / "wmt21_mqm_ted.csv"
 TESTS = {  # name -> (file, language pair, column mapping)
-    "is-en": (DA, "is-en", None), "ja-en": (DA, "ja-en", None), "ru-en": (DA, "ru-en", None),
-    "mqm-news": (NEWS, "zh-en", None), "ted": (TED, "zh-en", {"doc_id": "doc"}),
+    "is-en": (DA, "is-en", None),
+    "ja-en": (DA, "ja-en", None),
+    "ru-en": (DA, "ru-en", None),
+    "mqm-news": (NEWS, "zh-en", None),
+    "ted": (TED, "zh-en", {"doc_id": "doc"}),
 }
-BASELINES = {"BLEU": ("bleu", {}), "chrF": ("chrf", {}), "BERTScore": ("bertscore", {}), "BERTScore+IDF": ("bertscore", {"idf": True})}
+BASELINES = {
+    "BLEU": ("bleu", {}),
+    "chrF": ("chrf", {}),
+    "BERTScore": ("bertscore", {}),
+    "BERTScore+IDF": ("bertscore", {"idf": True}),
+}
 # ablations: the recipe with one lever changed (dotted config keys -> values)
 VARIANTS = {
     "recipe": {},
@@ -73,7 +81,18 @@ VARIANTS = {
     "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
     "frozen encoder": {"model.init_args.nr_frozen_epochs": 1000.0},  # only the head learns
     "start from BERTScore": {"model.init_args.start_from": "bertscore_f"},  # the model starts as its strongest baseline
-    "ROUGE signals": {"model.init_args.signals": ["chrf", "bleu", "rouge1", "rouge2", "rougeL", "bertscore_p", "bertscore_r", "bertscore_f"]},
+    "ROUGE signals": {
+        "model.init_args.signals": [
+            "chrf",
+            "bleu",
+            "rouge1",
+            "rouge2",
+            "rougeL",
+            "bertscore_p",
+            "bertscore_r",
+            "bertscore_f",
+        ]
+    },
 }
 PRETRAIN_CONFIG = REPO / "configs/comet/pretrain_estimator.yaml"
 
@@ -102,7 +121,9 @@ def without_test(sources: list[dict], test: str, recipe_dir: Path) -> list[dict]
     out = []
     for source in sources:
         source = dict(source)
-        if (recipe_dir / source["path"]).resolve() == path.resolve() or Path(source["path"]).resolve() == path.resolve():
+        if (recipe_dir / source["path"]).resolve() == path.resolve() or Path(
+            source["path"]
+        ).resolve() == path.resolve():
             if source.get("lps") is not None:
                 source["lps"] = [x for x in source["lps"] if x != lp]
                 if not source["lps"]:
@@ -131,9 +152,14 @@ def derived_config(recipe: dict, test: str, variant: str, run_dir: Path, steps: 
         node[leaf] = value
     trainer = config["trainer"]
     if steps:
-        trainer["max_steps"], trainer["val_check_interval"] = steps, max(1, steps // 2)  # the last step is validated too
+        trainer["max_steps"], trainer["val_check_interval"] = (
+            steps,
+            max(1, steps // 2),
+        )  # the last step is validated too
     trainer["default_root_dir"] = str(run_dir)
-    trainer["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(run_dir), "name": "logs"}}]
+    trainer["logger"] = [
+        {"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(run_dir), "name": "logs"}}
+    ]
     for callback in trainer["callbacks"]:
         if callback["class_path"].endswith("ExportBest"):
             callback["init_args"]["out"] = str(run_dir / "export")
@@ -148,14 +174,23 @@ def run_cli(args: list[str], log: Path, key: str, times: dict) -> None:
     """``lightning-metrics ARGS`` in a subprocess, its output in ``log``, its wall time in ``times[key]``."""
     print(f"{key}: {log}", flush=True)
     with timed(times, key):
-        proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", *args], cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        proc = subprocess.run(
+            [sys.executable, "-m", "lightning_metrics.cli", *args],
+            cwd=REPO,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
     if proc.returncode != 0:
         raise SystemExit(f"{key} failed; see {log}")
 
 
 def fit(recipe: dict, test: str, variant: str, out: Path, times: dict, steps: int | None = None) -> Path:
     """Train (or reuse) the recipe for ``test``; returns its export folder."""
-    run_dir = out / "models" / f"{test}-{variant.replace(' ', '_')}-{digest_of(derived_config(recipe, test, variant, Path('RUN'), steps))}"
+    run_dir = (
+        out
+        / "models"
+        / f"{test}-{variant.replace(' ', '_')}-{digest_of(derived_config(recipe, test, variant, Path('RUN'), steps))}"
+    )
     export = run_dir / "export"
     if is_exported(export):
         return export
@@ -183,16 +218,38 @@ def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None 
     sources = derived_config(recipe, test, "recipe", Path("RUN"))["data"]["init_args"]["train"]
     config = yaml.safe_load(PRETRAIN_CONFIG.read_text(encoding="utf-8"))
     model, ours = config["model"]["init_args"], recipe["model"]["init_args"]
-    for key in ("encoder", "source_features", "hidden_sizes", "dropout", "lr_encoder", "lr_head", "layerwise_decay", "warmup_ratio",
-                "nr_frozen_epochs", "keep_embeddings_frozen"):
+    for key in (
+        "encoder",
+        "source_features",
+        "hidden_sizes",
+        "dropout",
+        "lr_encoder",
+        "lr_head",
+        "layerwise_decay",
+        "warmup_ratio",
+        "nr_frozen_epochs",
+        "keep_embeddings_frozen",
+    ):
         if key in ours:
             model[key] = ours[key]
-    config["data"]["init_args"].update({k: recipe["data"]["init_args"][k] for k in ("batch_size", "max_length", "num_workers")})
+    config["data"]["init_args"].update(
+        {k: recipe["data"]["init_args"][k] for k in ("batch_size", "max_length", "num_workers")}
+    )
     trainer = config["trainer"]
     steps = steps or recipe["trainer"]["max_steps"]
-    trainer.update(max_steps=steps, max_epochs=None, val_check_interval=max(1, steps // 2), precision=recipe["trainer"].get("precision"),
-                   num_sanity_val_steps=0, callbacks=[{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-                                                       "init_args": {"monitor": "val_kendall", "mode": "max", "save_top_k": 1, "save_last": True}}])
+    trainer.update(
+        max_steps=steps,
+        max_epochs=None,
+        val_check_interval=max(1, steps // 2),
+        precision=recipe["trainer"].get("precision"),
+        num_sanity_val_steps=0,
+        callbacks=[
+            {
+                "class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                "init_args": {"monitor": "val_kendall", "mode": "max", "save_top_k": 1, "save_last": True},
+            }
+        ],
+    )
     run_dir = out / "pretrain" / f"{test}-{digest_of({'sources': sources, 'config': config})}"
     trainer["callbacks"][0]["init_args"]["dirpath"] = str(run_dir / "checkpoints")
     last = run_dir / "checkpoints" / "last.ckpt"
@@ -205,11 +262,32 @@ def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None 
         import pandas as pd
 
         pd.DataFrame(corpus).to_csv(run_dir / "parallel.csv", index=False)
-        run_cli(["generate", "--corpus", str(run_dir / "parallel.csv"), "--out", str(synthetic), "--pairs-per-sentence", "4", "--seed", "0"],
-                run_dir / "generate.log", f"generate {test}", times)
+        run_cli(
+            [
+                "generate",
+                "--corpus",
+                str(run_dir / "parallel.csv"),
+                "--out",
+                str(synthetic),
+                "--pairs-per-sentence",
+                "4",
+                "--seed",
+                "0",
+            ],
+            run_dir / "generate.log",
+            f"generate {test}",
+            times,
+        )
     config["data"]["init_args"]["data"] = str(synthetic)
-    trainer.update(default_root_dir=str(run_dir), logger=[{"class_path": "pytorch_lightning.loggers.CSVLogger",
-                                                           "init_args": {"save_dir": str(run_dir), "name": "logs"}}])
+    trainer.update(
+        default_root_dir=str(run_dir),
+        logger=[
+            {
+                "class_path": "pytorch_lightning.loggers.CSVLogger",
+                "init_args": {"save_dir": str(run_dir), "name": "logs"},
+            }
+        ],
+    )
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     run_cli(["fit", "--config", str(run_dir / "config.yaml")], run_dir / "fit.log", f"pretrain {test}", times)
     if not last.is_file():
@@ -224,8 +302,16 @@ def cached_scores(name: str, rows: dict, cache: Path, metric: str, options: dict
     if path.is_file() and path.stat().st_mtime > model_time:
         return np.load(path)
     # BERTScore's IDF comes from the test references, as the bert-score package computes it
-    values = score_many([metric], rows["mt"], rows["ref"], rows["src"], num_proc=os.cpu_count() or 1, bertscore=options or None, device="cpu",
-                        progress=False)[metric]
+    values = score_many(
+        [metric],
+        rows["mt"],
+        rows["ref"],
+        rows["src"],
+        num_proc=os.cpu_count() or 1,
+        bertscore=options or None,
+        device="cpu",
+        progress=False,
+    )[metric]
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, np.asarray(values, dtype=float))
     return np.asarray(values, dtype=float)
@@ -249,9 +335,19 @@ def ensemble_scores(export: Path, test: str, scores: dict[str, np.ndarray], out:
 
 
 def correlations(scores: dict[str, np.ndarray], rows: dict, bootstrap: int, seed: int) -> dict:
-    result = correlate_metrics(scores, rows["score"], None, rows["system"], bootstrap=bootstrap, seed=seed, num_proc=os.cpu_count() or 1)
-    return {m: {"kendall": c["all"].seg_kendall, "ci": list(c["all"].ci.get("seg_kendall", (np.nan, np.nan))),
-                "sys_pearson": c["all"].sys_pearson, "n": c["all"].n, "n_sys": c["all"].n_systems} for m, c in result.items()}
+    result = correlate_metrics(
+        scores, rows["score"], None, rows["system"], bootstrap=bootstrap, seed=seed, num_proc=os.cpu_count() or 1
+    )
+    return {
+        m: {
+            "kendall": c["all"].seg_kendall,
+            "ci": list(c["all"].ci.get("seg_kendall", (np.nan, np.nan))),
+            "sys_pearson": c["all"].sys_pearson,
+            "n": c["all"].n,
+            "n_sys": c["all"].n_systems,
+        }
+        for m, c in result.items()
+    }
 
 
 def main() -> None:
@@ -259,10 +355,23 @@ def main() -> None:
     parser.add_argument("--recipe", default=str(REPO / "configs/recipes/generalist.yaml"))
     parser.add_argument("--out", default="runs/generalisation")
     parser.add_argument("--tests", nargs="+", default=list(TESTS), choices=list(TESTS))
-    parser.add_argument("--stages", nargs="+", default=["baselines", "fit", "score", "report"], choices=["baselines", "fit", "score", "ensemble", "report"])
-    parser.add_argument("--variants", nargs="*", default=[], choices=[v for v in VARIANTS if v != "recipe"], help="ablations, on --ablation-test")
+    parser.add_argument(
+        "--stages",
+        nargs="+",
+        default=["baselines", "fit", "score", "report"],
+        choices=["baselines", "fit", "score", "ensemble", "report"],
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="*",
+        default=[],
+        choices=[v for v in VARIANTS if v != "recipe"],
+        help="ablations, on --ablation-test",
+    )
     parser.add_argument("--ablation-test", default="is-en", choices=list(TESTS))
-    parser.add_argument("--steps", type=int, default=None, help="replace the recipe's max_steps (a smaller budget, e.g. for ablations)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="replace the recipe's max_steps (a smaller budget, e.g. for ablations)"
+    )
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -308,13 +417,24 @@ def report(results: dict, out: Path, times: dict, args) -> None:
 
     tests = list(results)
     metrics = [m for m in [*BASELINES, "recipe", "recipe + BERTScore"] if all(m in results[t] for t in tests)]
-    cell = lambda r: f"{r['kendall']:.4f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if np.isfinite(r["ci"][0]) else f"{r['kendall']:.4f}"  # noqa: E731
-    lines = [f"# Out-of-distribution suite (`{args.recipe}`)", "", "Segment Kendall tau-b, 95% bootstrap CI "
-             f"({args.bootstrap} resamples); system-level Pearson in the second table.", "",
-             "| metric | " + " | ".join(f"{t} ({results[t][metrics[0]]['n']})" for t in tests) + " |", "|---" * (len(tests) + 1) + "|"]
+    cell = lambda r: (
+        f"{r['kendall']:.4f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if np.isfinite(r["ci"][0]) else f"{r['kendall']:.4f}"
+    )  # noqa: E731
+    lines = [
+        f"# Out-of-distribution suite (`{args.recipe}`)",
+        "",
+        "Segment Kendall tau-b, 95% bootstrap CI "
+        f"({args.bootstrap} resamples); system-level Pearson in the second table.",
+        "",
+        "| metric | " + " | ".join(f"{t} ({results[t][metrics[0]]['n']})" for t in tests) + " |",
+        "|---" * (len(tests) + 1) + "|",
+    ]
     lines += [f"| {m} | " + " | ".join(cell(results[t][m]) for t in tests) + " |" for m in metrics]
     lines += ["", "| metric | " + " | ".join(tests) + " |", "|---" * (len(tests) + 1) + "|"]
-    lines += [f"| {m} | " + " | ".join(f"{results[t][m]['sys_pearson']:.3f} ({results[t][m]['n_sys']})" for t in tests) + " |" for m in metrics]
+    lines += [
+        f"| {m} | " + " | ".join(f"{results[t][m]['sys_pearson']:.3f} ({results[t][m]['n_sys']})" for t in tests) + " |"
+        for m in metrics
+    ]
     if "recipe" in metrics:
         lines += ["", "Target: recipe >= BERTScore + 0.02 and >= chrF + 0.04 on every test.", ""]
         for t in tests:
@@ -326,8 +446,13 @@ def report(results: dict, out: Path, times: dict, args) -> None:
     ablation = [v for v in results.get(args.ablation_test, {}) if v in VARIANTS]
     if len(ablation) > 1:
         r = results[args.ablation_test]
-        lines += ["", f"Ablation on {args.ablation_test} (the recipe with one lever changed; dev = the model's best val_kendall):", "",
-                  "| variant | test Kendall | minus recipe | dev val_kendall |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"Ablation on {args.ablation_test} (the recipe with one lever changed; dev = the model's best val_kendall):",
+            "",
+            "| variant | test Kendall | minus recipe | dev val_kendall |",
+            "|---|---|---|---|",
+        ]
         for v in ablation:
             dev = best_dev(out, args.ablation_test, v)
             lines.append(f"| {v} | {cell(r[v])} | {r[v]['kendall'] - r['recipe']['kendall']:+.4f} | {dev} |")
@@ -335,8 +460,11 @@ def report(results: dict, out: Path, times: dict, args) -> None:
     lines += [f"- {k}: {v / 60:.1f} min" for k, v in times.items()]
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(results, indent=1, default=float) + "\n")
-    kendall_bars({m: {t: (results[t][m]["kendall"], *results[t][m]["ci"]) for t in tests} for m in metrics}, out / "plots",
-                 "Segment Kendall on data the metric never saw")
+    kendall_bars(
+        {m: {t: (results[t][m]["kendall"], *results[t][m]["ci"]) for t in tests} for m in metrics},
+        out / "plots",
+        "Segment Kendall on data the metric never saw",
+    )
     print("\n".join(lines))
 
 

@@ -48,10 +48,14 @@ def main() -> None:
     scorer = BERTScorer(progress=False)
     scorer.score(refs[:64], refs[:64])
     full = Recipe(signals=list(ALL_SIGNALS))
-    tb, cols_b = timed(lambda: generate(refs, full, args.pairs, args.seed, num_proc=cores, progress=False, bertscore_scorer=scorer))
+    tb, cols_b = timed(
+        lambda: generate(refs, full, args.pairs, args.seed, num_proc=cores, progress=False, bertscore_scorer=scorer)
+    )
     ta, _ = timed(lambda: scorer.score(cols_b["mt"], cols_b["ref"]))
 
-    print(f"generate speed: {args.sentences} WordNet example sentences x {args.pairs} pairs = {n} pairs, seed {args.seed}, {cores} cores")
+    print(
+        f"generate speed: {args.sentences} WordNet example sentences x {args.pairs} pairs = {n} pairs, seed {args.seed}, {cores} cores"
+    )
     print(f"{'run':<44}{'seconds':>9}{'pairs/s':>10}")
     print(f"{'lexical signals, 1 process (per core)':<44}{t1:>9.2f}{n / t1:>10.0f}")
     print(f"{f'lexical signals, {cores} processes':<44}{tn:>9.2f}{n / tn:>10.0f}")

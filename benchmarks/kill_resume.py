@@ -44,10 +44,14 @@ def write_rows(out: Path, rows: int) -> tuple[Path, Path]:
 
 
 def config(folder: Path, ratings, callbacks=(), plugins=None, seed: int = 0) -> Path:
-    model = {"class_path": "lightning_metrics.models.CometEstimator",
-             "init_args": {"encoder": "default", "nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True}}
-    data = {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
-            "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": BATCH, "max_length": 48}}
+    model = {
+        "class_path": "lightning_metrics.models.CometEstimator",
+        "init_args": {"encoder": "default", "nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True},
+    }
+    data = {
+        "class_path": "lightning_metrics.data.modules.RatingsDataModule",
+        "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": BATCH, "max_length": 48},
+    }
     return kill_config(folder, model, data, every=EVERY, callbacks=callbacks, plugins=plugins, seed=seed)
 
 
@@ -79,10 +83,19 @@ def main() -> None:
             where = rng.randrange(2, steps // EVERY + 1)
         folder, flag = out / f"kill-{k:02d}", out / f"kill-{k:02d}" / "reached"
         if phase == "write":
-            killed = config(folder, ratings, plugins=[{"class_path": "fault_points.PauseMidWrite", "init_args": {"flag": str(flag), "write": where}}],
-                            seed=args.seed)
+            killed = config(
+                folder,
+                ratings,
+                plugins=[
+                    {"class_path": "fault_points.PauseMidWrite", "init_args": {"flag": str(flag), "write": where}}
+                ],
+                seed=args.seed,
+            )
         else:
-            pause = {"class_path": "fault_points.PauseAt", "init_args": {"flag": str(flag), "step": where, "phase": phase}}
+            pause = {
+                "class_path": "fault_points.PauseAt",
+                "init_args": {"flag": str(flag), "step": where, "phase": phase},
+            }
             killed = config(folder, ratings, callbacks=[pause], seed=args.seed)
         run_fit(killed, flag=flag)
         last = folder / "ckpt" / "last.ckpt"
@@ -91,16 +104,27 @@ def main() -> None:
         resumed = final_weights(folder)
         identical = reference.keys() == resumed.keys() and all(torch.equal(reference[n], resumed[n]) for n in reference)
         same += identical
-        label = {"train": f"before step {where}", "val": f"validation after step {where}", "write": f"checkpoint write {where}, halfway"}[phase]
+        label = {
+            "train": f"before step {where}",
+            "val": f"validation after step {where}",
+            "write": f"checkpoint write {where}, halfway",
+        }[phase]
         rows.append((k, label, from_step, identical))
-        print(f"kill {k:2d}: {label:<32} resumed from step {from_step:3d}: {'identical' if identical else 'DIFFERENT'}", flush=True)
+        print(
+            f"kill {k:2d}: {label:<32} resumed from step {from_step:3d}: {'identical' if identical else 'DIFFERENT'}",
+            flush=True,
+        )
     total_s = time.perf_counter() - start
-    print(f"\nall-MiniLM-L6-v2 estimator, {args.rows} rows, {steps} steps, last.ckpt every {EVERY} steps, seed {args.seed}")
+    print(
+        f"\nall-MiniLM-L6-v2 estimator, {args.rows} rows, {steps} steps, last.ckpt every {EVERY} steps, seed {args.seed}"
+    )
     print("| kill | point | resumed from step | final weights |\n|---|---|---|---|")
     for k, label, from_step, identical in rows:
         print(f"| {k} | {label} | {from_step} | {'identical' if identical else 'different'} |")
-    print(f"\n{same}/{len(rows)} resumed runs ended with the unbroken run's weights, bit for bit "
-          f"(unbroken run {unbroken_s:.0f} s; soak {total_s / 60:.1f} min)")
+    print(
+        f"\n{same}/{len(rows)} resumed runs ended with the unbroken run's weights, bit for bit "
+        f"(unbroken run {unbroken_s:.0f} s; soak {total_s / 60:.1f} min)"
+    )
     if same != len(rows):
         raise SystemExit(1)
 

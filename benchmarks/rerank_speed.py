@@ -61,12 +61,16 @@ def candidates(n_sources: int, n: int, seed: int) -> tuple[list[str], list[list[
     return sources, out
 
 
-def run_ours(folder: Path, sources: list[str], groups: list[list[str]], batch: int) -> tuple[float, np.ndarray, list[int]]:
+def run_ours(
+    folder: Path, sources: list[str], groups: list[list[str]], batch: int
+) -> tuple[float, np.ndarray, list[int]]:
     from lightning_metrics import load_metric
     from lightning_metrics.rerank import rerank
 
     metric = load_metric(str(folder))
-    metric.score(mt=groups[0] * 8, ref=groups[1] * 8, src=sources[:1] * len(groups[0]) * 8, batch_size=batch, progress=False)  # warm-up
+    metric.score(
+        mt=groups[0] * 8, ref=groups[1] * 8, src=sources[:1] * len(groups[0]) * 8, batch_size=batch, progress=False
+    )  # warm-up
     start = time.perf_counter()
     choices = rerank(metric, groups, src=sources, mode="mbr", batch_size=batch, progress=False)
     seconds = time.perf_counter() - start
@@ -76,8 +80,19 @@ def run_ours(folder: Path, sources: list[str], groups: list[list[str]], batch: i
 def run_peer(python: str, task: Path, weights: Path, batch: int) -> tuple[float, np.ndarray, list[int]]:
     from lightning_metrics.encoders import default_encoder_path
 
-    cmd = [python, str(REPO / "benchmarks" / "peers" / "comet_peer.py"), "mbr", "--data", str(task),
-           "--encoder", str(default_encoder_path()), "--weights", str(weights), "--batch", str(batch)]
+    cmd = [
+        python,
+        str(REPO / "benchmarks" / "peers" / "comet_peer.py"),
+        "mbr",
+        "--data",
+        str(task),
+        "--encoder",
+        str(default_encoder_path()),
+        "--weights",
+        str(weights),
+        "--batch",
+        str(batch),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
@@ -91,14 +106,18 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=64)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32])
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)")
+    parser.add_argument(
+        "--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)"
+    )
     parser.add_argument("--out", default="runs/bench_rerank")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     out = Path(args.out)
     folder = build_metric(out, args.seed)
-    print("| N | sources | pairs scored | unique candidates | comet-mbr s/source | lightning-metrics s/source | ratio | "
-          "max abs utility diff | same choice |")
+    print(
+        "| N | sources | pairs scored | unique candidates | comet-mbr s/source | lightning-metrics s/source | ratio | "
+        "max abs utility diff | same choice |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         sources, groups = candidates(args.sources, n, args.seed)
@@ -108,8 +127,11 @@ def main() -> None:
         ours_s, ours_best, ours_chosen = run_ours(folder, sources, groups, args.batch)
         same = sum(a == b for a, b in zip(peer_chosen, ours_chosen))
         unique = sum(len(set(g)) for g in groups)
-        print(f"| {n} | {len(groups)} | {len(groups) * n * (n - 1)} | {unique} | {peer_s / len(groups):.3f} | {ours_s / len(groups):.3f} | "
-              f"{peer_s / ours_s:.2f}x | {np.abs(peer_best - ours_best).max():.2e} | {same}/{len(groups)} |", flush=True)
+        print(
+            f"| {n} | {len(groups)} | {len(groups) * n * (n - 1)} | {unique} | {peer_s / len(groups):.3f} | {ours_s / len(groups):.3f} | "
+            f"{peer_s / ours_s:.2f}x | {np.abs(peer_best - ours_best).max():.2e} | {same}/{len(groups)} |",
+            flush=True,
+        )
     print(f"\nbatch {args.batch}, fp32, {torch.get_num_threads()} CPU threads; model load excluded on both sides")
 
 

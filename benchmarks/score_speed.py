@@ -42,14 +42,14 @@ def comet_names(state: dict, n_layers: int) -> dict:
     out = {}
     for key, value in state.items():
         if key.startswith("encoder."):
-            out["encoder.model." + key[len("encoder."):]] = value
+            out["encoder.model." + key[len("encoder.") :]] = value
         elif key == "layer_mix.weights":
             for i in range(n_layers):
                 out[f"layerwise_attention.scalar_parameters.{i}"] = value[i : i + 1].clone()
         elif key == "layer_mix.gamma":
             out["layerwise_attention.gamma"] = value
         elif key.startswith("head."):
-            out["estimator.ff." + key[len("head."):]] = value
+            out["estimator.ff." + key[len("head.") :]] = value
     return out
 
 
@@ -67,10 +67,21 @@ def build_metric(out: Path, seed: int, encoder: str = "default") -> Path:
         model.layer_mix.weights.normal_(0, 0.5)  # a non-uniform mix, so the mapping is really tested
     out.mkdir(parents=True, exist_ok=True)
     ckpt = out / "estimator.ckpt"
-    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "metric_family": "CometEstimator",
-                "epoch": 0, "global_step": 0}, ckpt)
+    torch.save(
+        {
+            "state_dict": model.state_dict(),
+            "hyper_parameters": dict(model.hparams),
+            "metric_family": "CometEstimator",
+            "epoch": 0,
+            "global_step": 0,
+        },
+        ckpt,
+    )
     folder = export_checkpoint(ckpt, out / "estimator", force=True)
-    save_file({k: v.contiguous() for k, v in comet_names(model.state_dict(), model.n_layers + 1).items()}, out / "comet.safetensors")
+    save_file(
+        {k: v.contiguous() for k, v in comet_names(model.state_dict(), model.n_layers + 1).items()},
+        out / "comet.safetensors",
+    )
     return folder
 
 
@@ -103,8 +114,19 @@ def run_ours(folder: Path, rows: list[dict], batch: int) -> tuple[float, np.ndar
 def run_peer(python: str, data: Path, weights: Path, batch: int) -> tuple[float, np.ndarray]:
     from lightning_metrics.encoders import default_encoder_path
 
-    cmd = [python, str(REPO / "benchmarks" / "peers" / "comet_peer.py"), "predict", "--data", str(data),
-           "--encoder", str(default_encoder_path()), "--weights", str(weights), "--batch", str(batch)]
+    cmd = [
+        python,
+        str(REPO / "benchmarks" / "peers" / "comet_peer.py"),
+        "predict",
+        "--data",
+        str(data),
+        "--encoder",
+        str(default_encoder_path()),
+        "--weights",
+        str(weights),
+        "--batch",
+        str(batch),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
@@ -115,7 +137,9 @@ def run_peer(python: str, data: Path, weights: Path, batch: int) -> tuple[float,
 def speed(args) -> None:
     out = Path(args.out)
     folder = build_metric(out, args.seed)
-    print("| layout | rows | unique sentences | unbabel-comet rows/s | lightning-metrics rows/s | ratio | max abs score diff |")
+    print(
+        "| layout | rows | unique sentences | unbabel-comet rows/s | lightning-metrics rows/s | ratio | max abs score diff |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, rows in layouts(args.rows).items():
         path = out / f"{name.split()[0].lower()}.csv"
@@ -126,8 +150,11 @@ def speed(args) -> None:
         peer_s, peer = run_peer(args.peer_python, path, out / "comet.safetensors", args.batch)
         ours_s, ours = run_ours(folder, rows, args.batch)
         unique = len({r[k] for r in rows for k in ("src", "mt", "ref")})
-        print(f"| {name} | {len(rows)} | {unique} | {len(rows) / peer_s:.1f} | {len(rows) / ours_s:.1f} | "
-              f"{peer_s / ours_s:.2f}x | {np.abs(peer - ours).max():.2e} |", flush=True)
+        print(
+            f"| {name} | {len(rows)} | {unique} | {len(rows) / peer_s:.1f} | {len(rows) / ours_s:.1f} | "
+            f"{peer_s / ours_s:.2f}x | {np.abs(peer - ours).max():.2e} |",
+            flush=True,
+        )
     print(f"\nbatch {args.batch}, fp32, {torch.get_num_threads()} CPU threads; model load excluded on both sides")
 
 
@@ -148,13 +175,27 @@ def rss(args) -> None:
         return
     out = Path(args.out)
     folder = build_metric(out, args.seed) if args.rss_encoder == "default" else tiny_metric(out)
-    proc = subprocess.run([sys.executable, __file__, "--rss-lines", str(args.rss_lines), "--rss-child", str(folder), "--batch", str(args.batch)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--rss-lines",
+            str(args.rss_lines),
+            "--rss-child",
+            str(folder),
+            "--batch",
+            str(args.batch),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(proc.stderr[-3000:])
     child = json.loads(proc.stdout.strip().splitlines()[-1])
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"scored {child['lines']} lines ({args.rss_encoder} encoder) in {child['seconds']:.0f} s; peak RSS {peak:.0f} MiB")
+    print(
+        f"scored {child['lines']} lines ({args.rss_encoder} encoder) in {child['seconds']:.0f} s; peak RSS {peak:.0f} MiB"
+    )
 
 
 def tiny_metric(out: Path) -> Path:
@@ -167,7 +208,10 @@ def tiny_metric(out: Path) -> Path:
 
     encoder = build_tiny_encoder(out / "tiny-bert")
     model = CometEstimator(encoder=str(encoder), hidden_sizes=[64])
-    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "metric_family": "CometEstimator"}, out / "tiny.ckpt")
+    torch.save(
+        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "metric_family": "CometEstimator"},
+        out / "tiny.ckpt",
+    )
     return export_checkpoint(out / "tiny.ckpt", out / "tiny", force=True)
 
 
@@ -175,10 +219,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)")
+    parser.add_argument(
+        "--peer-python", default=".venv-comet/bin/python", help="python of the unbabel-comet venv (make peer-venv)"
+    )
     parser.add_argument("--out", default="runs/bench_score")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rss-lines", type=int, default=0, help="instead of the speed table: peak RSS of scoring this many lines")
+    parser.add_argument(
+        "--rss-lines", type=int, default=0, help="instead of the speed table: peak RSS of scoring this many lines"
+    )
     parser.add_argument("--rss-encoder", choices=["default", "tiny"], default="default")
     parser.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

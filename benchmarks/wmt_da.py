@@ -40,8 +40,8 @@ from lightning_metrics.correlation import correlate_metrics  # noqa: E402
 from lightning_metrics.data.modules import RatingsDataModule, split_by_group  # noqa: E402
 from lightning_metrics.data.readers import read_rating_table  # noqa: E402
 from lightning_metrics.export import export_checkpoint  # noqa: E402
-from lightning_metrics.models import BleurtRegressor, CometEstimator  # noqa: E402
 from lightning_metrics.metrics import score_many  # noqa: E402
+from lightning_metrics.models import BleurtRegressor, CometEstimator  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DA, MQM = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv"
@@ -49,22 +49,55 @@ LPS = ("is-en", "ja-en", "ru-en")
 BASELINES = ("bleu", "chrf", "bertscore")
 
 
-def fit(name: str, family, train_csv: str, out: Path, steps: int, seed: int, init_from: str | None = None, frozen: float = 0.3) -> Path:
+def fit(
+    name: str,
+    family,
+    train_csv: str,
+    out: Path,
+    steps: int,
+    seed: int,
+    init_from: str | None = None,
+    frozen: float = 0.3,
+) -> Path:
     """Fine-tune on ``train_csv`` (10% of documents held out) for ``steps`` batches (0: one epoch);
     export to ``out/models/name``. Cached: reused while its ``fit.json`` matches these settings."""
     folder = out / "models" / name
-    settings = {"family": family.__name__, "train": Path(train_csv).name, "steps": steps, "seed": seed, "init_from": init_from,
-                "nr_frozen_epochs": frozen}
-    if is_exported(folder) and (folder / "fit.json").is_file() and json.loads((folder / "fit.json").read_text()) == settings:
+    settings = {
+        "family": family.__name__,
+        "train": Path(train_csv).name,
+        "steps": steps,
+        "seed": seed,
+        "init_from": init_from,
+        "nr_frozen_epochs": frozen,
+    }
+    if (
+        is_exported(folder)
+        and (folder / "fit.json").is_file()
+        and json.loads((folder / "fit.json").read_text()) == settings
+    ):
         return folder
     pl.seed_everything(seed)
-    kwargs = dict(lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=frozen, keep_embeddings_frozen=True, init_from=init_from)
+    kwargs = dict(
+        lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=frozen, keep_embeddings_frozen=True, init_from=init_from
+    )
     model = family(hidden_sizes=[1024, 256], **kwargs) if family is CometEstimator else family(**kwargs)
-    dm = RatingsDataModule(train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed, **model.batch_layout)
+    dm = RatingsDataModule(
+        train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed, **model.batch_layout
+    )
     start = time.perf_counter()
-    trainer = pl.Trainer(default_root_dir=out / "runs" / name, logger=pl.loggers.CSVLogger(out / "runs", name=name), precision="bf16-mixed",
-                         max_epochs=1, limit_train_batches=steps or None, limit_val_batches=0, num_sanity_val_steps=0, gradient_clip_val=1.0,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        default_root_dir=out / "runs" / name,
+        logger=pl.loggers.CSVLogger(out / "runs", name=name),
+        precision="bf16-mixed",
+        max_epochs=1,
+        limit_train_batches=steps or None,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        gradient_clip_val=1.0,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(model, dm)
     trainer.save_checkpoint(out / "runs" / f"{name}.ckpt")
     export_checkpoint(out / "runs" / f"{name}.ckpt", folder, force=True)
@@ -79,7 +112,9 @@ def scores_for(metric: str, rows: dict, cache_dir: Path) -> np.ndarray:
     exported = is_exported(metric)
     if cache.is_file() and (not exported or cache.stat().st_mtime > Path(metric).stat().st_mtime):
         return np.load(cache)  # still valid: written after the model it scores (an export is renamed into place whole)
-    values = score_many([metric], rows["mt"], rows["ref"], rows.get("src"), num_proc=os.cpu_count() or 1, progress=True)[metric]
+    values = score_many(
+        [metric], rows["mt"], rows["ref"], rows.get("src"), num_proc=os.cpu_count() or 1, progress=True
+    )[metric]
     cache.parent.mkdir(parents=True, exist_ok=True)
     np.save(cache, np.asarray(values, dtype=float))
     return np.asarray(values, dtype=float)
@@ -98,7 +133,9 @@ def write_csv(rows: dict, path: Path) -> str:
 
 def table(name: str, metrics: dict[str, np.ndarray], rows: dict, bootstrap: int, seed: int) -> dict:
     """``{metric: {group: (tau, lo, hi)}}`` plus an ``avg`` column (mean of the group taus)."""
-    result = correlate_metrics(metrics, rows["score"], rows["lp"], None, bootstrap=bootstrap, seed=seed, num_proc=os.cpu_count() or 1)
+    result = correlate_metrics(
+        metrics, rows["score"], rows["lp"], None, bootstrap=bootstrap, seed=seed, num_proc=os.cpu_count() or 1
+    )
     out = {}
     for metric, by_group in result.items():
         out[metric] = {g: (c.seg_kendall, *c.ci.get("seg_kendall", (np.nan, np.nan))) for g, c in by_group.items()}
@@ -109,42 +146,89 @@ def table(name: str, metrics: dict[str, np.ndarray], rows: dict, bootstrap: int,
 
 def markdown(title: str, results: dict, n_rows: int) -> str:
     groups = list(next(iter(results.values())))
-    lines = [f"**{title}** ({n_rows} segments; segment Kendall tau-b, 95% bootstrap CI)", "",
-             "| metric | " + " | ".join(groups) + " |", "|---" * (len(groups) + 1) + "|"]
+    lines = [
+        f"**{title}** ({n_rows} segments; segment Kendall tau-b, 95% bootstrap CI)",
+        "",
+        "| metric | " + " | ".join(groups) + " |",
+        "|---" * (len(groups) + 1) + "|",
+    ]
     for metric, by_group in results.items():
-        cells = [f"{t:.4f}" + (f" [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) else "") for t, lo, hi in (by_group[g] for g in groups)]
+        cells = [
+            f"{t:.4f}" + (f" [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) else "")
+            for t, lo, hi in (by_group[g] for g in groups)
+        ]
         lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300, help="fine-tuning steps of 32 rows for the BLEURT-style models")
-    parser.add_argument("--comet-steps", type=int, default=0, help="fine-tuning steps of the COMET estimator; 0: one epoch")
-    parser.add_argument("--comet-epochs", type=int, default=1, help="epochs of the estimator; each after the first restarts the LR schedule from the previous export")
-    parser.add_argument("--lolo-model", default="comet", choices=["comet", "bleurt+pre"], help="the model trained without one language pair")
+    parser.add_argument(
+        "--steps", type=int, default=300, help="fine-tuning steps of 32 rows for the BLEURT-style models"
+    )
+    parser.add_argument(
+        "--comet-steps", type=int, default=0, help="fine-tuning steps of the COMET estimator; 0: one epoch"
+    )
+    parser.add_argument(
+        "--comet-epochs",
+        type=int,
+        default=1,
+        help="epochs of the estimator; each after the first restarts the LR schedule from the previous export",
+    )
+    parser.add_argument(
+        "--lolo-model",
+        default="comet",
+        choices=["comet", "bleurt+pre"],
+        help="the model trained without one language pair",
+    )
     parser.add_argument("--lolo-steps", type=int, default=300)
-    parser.add_argument("--lolo-max-rows", type=int, default=3000, help="test on at most this many rows (whole documents) of the held-out pair; 0: all")
+    parser.add_argument(
+        "--lolo-max-rows",
+        type=int,
+        default=3000,
+        help="test on at most this many rows (whole documents) of the held-out pair; 0: all",
+    )
     parser.add_argument("--pretrained", default="runs/bench_bleurt/pretrain.ckpt")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--out", default="runs/wmt_da")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--stages", nargs="+", default=["dev", "lolo", "mqm"], choices=["dev", "lolo", "mqm"], help="which tests to run and report")
+    parser.add_argument(
+        "--stages",
+        nargs="+",
+        default=["dev", "lolo", "mqm"],
+        choices=["dev", "lolo", "mqm"],
+        help="which tests to run and report",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     started = time.perf_counter()
     if not Path(args.pretrained).is_file():
-        raise SystemExit(f"{args.pretrained} missing: run benchmarks/bleurt_wmt.py first (it writes runs/bench_bleurt/pretrain.ckpt)")
+        raise SystemExit(
+            f"{args.pretrained} missing: run benchmarks/bleurt_wmt.py first (it writes runs/bench_bleurt/pretrain.ckpt)"
+        )
 
     # 1. in distribution: the document split RatingsDataModule makes
     dm = RatingsDataModule(train=str(DA), val_fraction=0.1, seed=args.seed)
     dm.setup("fit")
     dev = dm.val_rows
-    models = {"bleurt+pre": fit("bleurt+pre", BleurtRegressor, str(DA), out, args.steps, args.seed, args.pretrained),
-              "bleurt": fit("bleurt", BleurtRegressor, str(DA), out, args.steps, args.seed),
-              "comet": fit("comet", CometEstimator, str(DA), out, args.comet_steps, args.seed)}
-    for epoch in range(2, args.comet_epochs + 1):  # warm restarts: each further epoch starts from the last export, encoder unfrozen
-        models["comet"] = fit(f"comet-e{epoch}", CometEstimator, str(DA), out, args.comet_steps, args.seed, str(models["comet"]), frozen=0.0)
+    models = {
+        "bleurt+pre": fit("bleurt+pre", BleurtRegressor, str(DA), out, args.steps, args.seed, args.pretrained),
+        "bleurt": fit("bleurt", BleurtRegressor, str(DA), out, args.steps, args.seed),
+        "comet": fit("comet", CometEstimator, str(DA), out, args.comet_steps, args.seed),
+    }
+    for epoch in range(
+        2, args.comet_epochs + 1
+    ):  # warm restarts: each further epoch starts from the last export, encoder unfrozen
+        models["comet"] = fit(
+            f"comet-e{epoch}",
+            CometEstimator,
+            str(DA),
+            out,
+            args.comet_steps,
+            args.seed,
+            str(models["comet"]),
+            frozen=0.0,
+        )
     names = {**{m: m for m in BASELINES}, **{k: str(v) for k, v in models.items()}}
     in_dist = {k: scores_for(v, dev, out / "scores" / "dev") for k, v in names.items()}
     sections = {"in distribution": (table("dev", in_dist, dev, args.bootstrap, args.seed), len(dev["mt"]))}
@@ -182,31 +266,44 @@ def mqm_section(args, out: Path, sections: dict, names: dict) -> None:
     mqm_all = read_rating_table(str(MQM), required=("src", "mt", "ref", "score"), on_invalid="skip")
     mqm = {k: [v[i] for i, lp in enumerate(mqm_all["lp"]) if lp == "zh-en"] for k, v in mqm_all.items()}
     mqm_scores = {k: scores_for(v, mqm, out / "scores" / "mqm_zh-en") for k, v in names.items()}
-    sections["MQM zh-en newstest (new language pair, new protocol)"] = (table("mqm", mqm_scores, mqm, args.bootstrap, args.seed), len(mqm["mt"]))
+    sections["MQM zh-en newstest (new language pair, new protocol)"] = (
+        table("mqm", mqm_scores, mqm, args.bootstrap, args.seed),
+        len(mqm["mt"]),
+    )
 
 
 def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: dict) -> None:
     from lightning_metrics.plots import kendall_bars, scatter_plots
 
-    command = (f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --comet-epochs {args.comet_epochs} --lolo-model {args.lolo_model} "
-               f"--lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}")
+    command = (
+        f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --comet-epochs {args.comet_epochs} --lolo-model {args.lolo_model} "
+        f"--lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}"
+    )
     text = [f"# WMT benchmark (`{command}`)", ""]
     for title, (results, n) in sections.items():
         text += [markdown(title, results, n), ""]
     dev_avg = sections["in distribution"][0]
     best = max((m for m in dev_avg if m not in BASELINES), key=lambda m: dev_avg[m]["avg"][0])
     margin = dev_avg[best]["avg"][0] - dev_avg["chrf"]["avg"][0]
-    text.append(f"Best learned metric in distribution: **{best}**, avg Kendall {dev_avg[best]['avg'][0]:.4f} vs chrF "
-                f"{dev_avg['chrf']['avg'][0]:.4f} (margin {margin:+.4f}; target +0.05).")
+    text.append(
+        f"Best learned metric in distribution: **{best}**, avg Kendall {dev_avg[best]['avg'][0]:.4f} vs chrF "
+        f"{dev_avg['chrf']['avg'][0]:.4f} (margin {margin:+.4f}; target +0.05)."
+    )
     for title, (results, _) in list(sections.items())[1:]:  # out of distribution: the best model's row vs chrF per test
         row = next((m for m in results if m.split(" ")[0] == best), None)
         if row is not None:
-            gaps = ", ".join(f"{g} {results[row][g][0] - results['chrf'][g][0]:+.4f}" for g in results[row] if g != "avg")
+            gaps = ", ".join(
+                f"{g} {results[row][g][0] - results['chrf'][g][0]:+.4f}" for g in results[row] if g != "avg"
+            )
             text.append(f"{title}: {row} minus chrF: {gaps} (target > 0).")
     text.append(f"\nTotal wall time {elapsed / 60:.0f} min (cached stages excluded).")
     (out / "results.md").write_text("\n".join(text) + "\n", encoding="utf-8")
-    (out / "results.json").write_text(json.dumps({t: r for t, (r, _) in sections.items()}, indent=1, default=float) + "\n")
-    kendall_bars(sections["in distribution"][0], out / "plots", "Segment Kendall, WMT21 DA to-English, held-out documents")
+    (out / "results.json").write_text(
+        json.dumps({t: r for t, (r, _) in sections.items()}, indent=1, default=float) + "\n"
+    )
+    kendall_bars(
+        sections["in distribution"][0], out / "plots", "Segment Kendall, WMT21 DA to-English, held-out documents"
+    )
     scatter_plots(in_dist, dev["score"], dev["lp"], out / "plots")
     print("\n".join(text))
 

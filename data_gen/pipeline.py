@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Sequence
 
 from data_gen.perturbations import REGISTRY, Compound, build, combined_severity, names
-from data_gen.signals import ALL_SIGNALS, BERTSCORE_SIGNALS, LEXICAL_SIGNALS, bertscore_signals, lexical_signals, score_from_severity
+from data_gen.signals import (
+    ALL_SIGNALS,
+    BERTSCORE_SIGNALS,
+    LEXICAL_SIGNALS,
+    bertscore_signals,
+    lexical_signals,
+    score_from_severity,
+)
 from lightning_metrics.atomic import atomic_path, write_json
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.parallel import map_chunks
@@ -25,8 +32,16 @@ from lightning_metrics.parallel import map_chunks
 ANCHORS = ("identity", "unrelated")
 BLOCK = 2000  # sentences per block: bounds memory and drives the progress bar
 DEFAULT_WEIGHTS = {
-    "deletion": 1.0, "span_deletion": 0.7, "synonym": 1.0, "antonym": 1.0, "negation": 1.0,
-    "adjacent_swap": 0.5, "np_swap": 0.5, "clause_move": 0.5, "identity": 0.4, "unrelated": 0.4,
+    "deletion": 1.0,
+    "span_deletion": 0.7,
+    "synonym": 1.0,
+    "antonym": 1.0,
+    "negation": 1.0,
+    "adjacent_swap": 0.5,
+    "np_swap": 0.5,
+    "clause_move": 0.5,
+    "identity": 0.4,
+    "unrelated": 0.4,
 }
 
 
@@ -101,13 +116,23 @@ def perturb_sentence(index: int, ref: str, recipe: Recipe, seed: int, pairs: int
                 out = None if text is None else (text, [name], combined_severity([cache[name].severity]))
             if out is not None:
                 text, applied, severity = out
-                rows.append({"sentence_id": index, "ref": ref, "mt": text, "perturbations": applied,
-                             "severity": round(severity, 6), "score": round(score_from_severity(severity), 6)})
+                rows.append(
+                    {
+                        "sentence_id": index,
+                        "ref": ref,
+                        "mt": text,
+                        "perturbations": applied,
+                        "severity": round(severity, 6),
+                        "score": round(score_from_severity(severity), 6),
+                    }
+                )
                 break
     return rows
 
 
-def _perturb_block(items: list[tuple[int, str]], recipe: Recipe, seed: int, pairs: int, pool: Sequence[str]) -> list[dict]:
+def _perturb_block(
+    items: list[tuple[int, str]], recipe: Recipe, seed: int, pairs: int, pool: Sequence[str]
+) -> list[dict]:
     rows = [row for index, ref in items for row in perturb_sentence(index, ref, recipe, seed, pairs, pool)]
     lexical = [s for s in recipe.signals if s in LEXICAL_SIGNALS]
     if lexical and rows:
@@ -126,7 +151,9 @@ def validate_corpus(source: str, sentences: Sequence[str], max_words: int) -> No
         if not s.strip():
             raise InputError(source, "empty line", row=i + 1)
         if len(s.split()) > max_words:
-            raise InputError(source, f"line has {len(s.split())} words; the recipe's max_words is {max_words}", row=i + 1)
+            raise InputError(
+                source, f"line has {len(s.split())} words; the recipe's max_words is {max_words}", row=i + 1
+            )
 
 
 def generate(
@@ -249,11 +276,19 @@ def run(
     if not columns:
         raise LightningMetricsError(f"{source}: no perturbation applied to any sentence of shard {shard[0]}/{shard[1]}")
     metadata = {
-        "corpus": source, "n_sentences": len(refs), "shard": list(shard), "seed": seed,
-        "pairs_per_sentence": pairs_per_sentence, "n_pairs": len(columns["mt"]), "recipe": recipe.__dict__,
+        "corpus": source,
+        "n_sentences": len(refs),
+        "shard": list(shard),
+        "seed": seed,
+        "pairs_per_sentence": pairs_per_sentence,
+        "n_pairs": len(columns["mt"]),
+        "recipe": recipe.__dict__,
     }
     remove_stale(Path(out))
     path = write_dataset(columns, out, shard, metadata)
     table = summary_table(columns, recipe.signals)
     elapsed = time.perf_counter() - started
-    return path, f"{table}\n{len(columns['mt'])} pairs from {len(refs)} sentences ({source}) in {elapsed:.1f} s -> {path}"
+    return (
+        path,
+        f"{table}\n{len(columns['mt'])} pairs from {len(refs)} sentences ({source}) in {elapsed:.1f} s -> {path}",
+    )

@@ -73,11 +73,16 @@ def probe(
 
 def format_probe(rows: Sequence[ProbeRow], metric: str) -> str:
     header = ["perturbation", "severity", "pairs", "below_unchanged", "mean_drop"]
-    body = [[r.perturbation, f"{r.severity:.2f}", str(r.n), f"{r.fraction_below:.3f}", f"{r.mean_drop:.4f}"] for r in sorted(rows, key=lambda r: r.severity)]
+    body = [
+        [r.perturbation, f"{r.severity:.2f}", str(r.n), f"{r.fraction_below:.3f}", f"{r.mean_drop:.4f}"]
+        for r in sorted(rows, key=lambda r: r.severity)
+    ]
     widths = [max(len(x[c]) for x in [header, *body]) for c in range(len(header))]
     fmt = lambda r: "  ".join(x.ljust(w) if c == 0 else x.rjust(w) for c, (x, w) in enumerate(zip(r, widths)))  # noqa: E731
     from lightning_metrics.correlation import kendall
 
     tau = kendall([r.severity for r in rows], [r.mean_drop for r in rows])
-    footer = f"Kendall tau between severity and mean drop over perturbations: {tau:.3f} (1 = drops ordered like severities)"
+    footer = (
+        f"Kendall tau between severity and mean drop over perturbations: {tau:.3f} (1 = drops ordered like severities)"
+    )
     return "\n".join([f"probe: {metric}", fmt(header), "  ".join("-" * w for w in widths), *map(fmt, body), footer])

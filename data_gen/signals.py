@@ -19,7 +19,9 @@ def score_from_severity(severity: float) -> float:
     return 1.0 - severity
 
 
-def lexical_signals(refs: Sequence[str], mts: Sequence[str], names: Sequence[str] = LEXICAL_SIGNALS) -> dict[str, list[float]]:
+def lexical_signals(
+    refs: Sequence[str], mts: Sequence[str], names: Sequence[str] = LEXICAL_SIGNALS
+) -> dict[str, list[float]]:
     """The requested lexical signals for each pair (single process; the pipeline parallelises)."""
     return builtin_scores([n for n in names if n in LEXICAL_SIGNALS], mts, refs)
 

@@ -84,7 +84,8 @@ def _load_wordnet():
         if not (DEBIAN_DIR / "data.noun").is_file():
             tried.append(f"{DEBIAN_DIR} (absent)")
             raise WordNetNotFound(
-                "WordNet not found; tried: " + "; ".join(tried)
+                "WordNet not found; tried: "
+                + "; ".join(tried)
                 + ". Install it with `apt-get install wordnet-base wordnet-sense-index` or `python -m nltk.downloader wordnet`"
             ) from None
         data_root = _debian_as_nltk_data(DEBIAN_DIR)

@@ -64,7 +64,9 @@ def _manifest_of(folder: Path) -> dict:
     }
 
 
-def write_export(target: str | os.PathLike, meta: dict, fill: Callable[[Path], None], card: str, force: bool = False) -> Path:
+def write_export(
+    target: str | os.PathLike, meta: dict, fill: Callable[[Path], None], card: str, force: bool = False
+) -> Path:
     """Write an export folder atomically and return it.
 
     ``fill(folder)`` writes the weights, encoder config, tokenizer and any other files into the
@@ -114,7 +116,9 @@ class Export:
         try:
             return load_file(self.path / WEIGHTS)
         except (SafetensorError, OSError) as e:
-            raise InputError(str(self.path), f"{WEIGHTS}: not readable safetensors ({str(e).splitlines()[0]})") from None
+            raise InputError(
+                str(self.path), f"{WEIGHTS}: not readable safetensors ({str(e).splitlines()[0]})"
+            ) from None
 
 
 def read_export(path: str | os.PathLike) -> Export:
@@ -135,11 +139,16 @@ def read_export(path: str | os.PathLike) -> Export:
         raise InputError(str(folder), f"not an exported metric folder (no {METADATA} and no {MANIFEST})")
     meta = _read_meta(folder)
     if meta["format_version"] >= 2:
-        raise InputError(str(folder), f"{MANIFEST} is missing, so the folder cannot be verified (format version {meta['format_version']} writes one)")
+        raise InputError(
+            str(folder),
+            f"{MANIFEST} is missing, so the folder cannot be verified (format version {meta['format_version']} writes one)",
+        )
     for name in V1_FILES:
         if not (folder / name).is_file():
             raise InputError(str(folder), f"{name} is missing")
-    log.warning("%s: format version 1 has no manifest; its files cannot be verified (export it again to add one)", folder)
+    log.warning(
+        "%s: format version 1 has no manifest; its files cannot be verified (export it again to add one)", folder
+    )
     return Export(folder, meta, False, sha256_of(folder / WEIGHTS))
 
 
@@ -149,7 +158,10 @@ def _read_meta(folder: Path) -> dict:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise InputError(str(folder), f"{METADATA} has no valid format_version (got {version!r})")
     if version > FORMAT_VERSION:
-        raise InputError(str(folder), f"format version {version} is newer than this code reads ({FORMAT_VERSION}); upgrade lightning-metrics")
+        raise InputError(
+            str(folder),
+            f"format version {version} is newer than this code reads ({FORMAT_VERSION}); upgrade lightning-metrics",
+        )
     return meta
 
 
@@ -168,7 +180,9 @@ def _read_json(folder: Path, name: str) -> dict:
 def _verify(folder: Path, manifest: dict) -> dict:
     """Every listed file is present with its size and sha256; the required files are listed."""
     files = manifest.get("files")
-    if not isinstance(files, dict) or not all(isinstance(v, dict) and "sha256" in v and "bytes" in v for v in files.values()):
+    if not isinstance(files, dict) or not all(
+        isinstance(v, dict) and "sha256" in v and "bytes" in v for v in files.values()
+    ):
         raise InputError(str(folder), f"{MANIFEST} does not list files with their sha256 and size")
     if METADATA not in files:
         raise InputError(str(folder), f"{MANIFEST} does not list {METADATA}")
@@ -178,7 +192,10 @@ def _verify(folder: Path, manifest: dict) -> dict:
             raise InputError(str(folder), f"{name} is missing (the manifest lists it)")
         size = path.stat().st_size
         if size != expected["bytes"]:
-            raise InputError(str(folder), f"{name} is damaged: {size} bytes, the manifest says {expected['bytes']} (truncated or altered)")
+            raise InputError(
+                str(folder),
+                f"{name} is damaged: {size} bytes, the manifest says {expected['bytes']} (truncated or altered)",
+            )
         if sha256_of(path) != expected["sha256"]:
             raise InputError(str(folder), f"{name} is damaged: its sha256 differs from the manifest (altered)")
     return files

@@ -31,7 +31,14 @@ import torch
 from lightning_metrics.data.batching import pad_sequences
 from lightning_metrics.encoders import DEFAULT_ENCODER, load_encoder
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.inference import attention_kernels, batch_limits, dtype_of, length_batches, resolve_precision, to_device
+from lightning_metrics.inference import (
+    attention_kernels,
+    batch_limits,
+    dtype_of,
+    length_batches,
+    resolve_precision,
+    to_device,
+)
 
 # Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
 # From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
@@ -109,7 +116,11 @@ class BERTScoreResult:
     f1: np.ndarray
 
     def as_dict(self) -> dict[str, list[float]]:
-        return {"bertscore_p": self.precision.tolist(), "bertscore_r": self.recall.tolist(), "bertscore_f": self.f1.tolist()}
+        return {
+            "bertscore_p": self.precision.tolist(),
+            "bertscore_r": self.recall.tolist(),
+            "bertscore_f": self.f1.tolist(),
+        }
 
 
 def load_baseline(baseline: str | os.PathLike | dict) -> dict[str, float]:
@@ -156,15 +167,26 @@ class BERTScorer:
         n_layers = int(encoder.config.num_hidden_layers)
         self.layer = default_layer(self.model_name, n_layers) if layer is None else int(layer)
         if not 0 <= self.layer <= n_layers:
-            raise LightningMetricsError(f"layer {self.layer} is out of range for {self.model_name}: choose 0..{n_layers}")
-        self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device))
+            raise LightningMetricsError(
+                f"layer {self.layer} is out of range for {self.model_name}: choose 0..{n_layers}"
+            )
+        self.device = torch.device(
+            "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
+        )
         self.precision = resolve_precision(precision, self.device)
         self.encoder = _truncate(encoder, self.layer).eval().to(self.device, dtype_of(self.precision))
         self.batch_size, self.progress, self.chunk_pairs = batch_size, progress, int(chunk_pairs)
         self.idf = idf
         self.baseline = load_baseline(baseline) if baseline is not None else None
-        self.max_length = min(int(self.tokenizer.model_max_length), int(getattr(encoder.config, "max_position_embeddings", 512)))
-        ids = (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id, self.tokenizer.bos_token_id, self.tokenizer.eos_token_id)
+        self.max_length = min(
+            int(self.tokenizer.model_max_length), int(getattr(encoder.config, "max_position_embeddings", 512))
+        )
+        ids = (
+            self.tokenizer.cls_token_id,
+            self.tokenizer.sep_token_id,
+            self.tokenizer.bos_token_id,
+            self.tokenizer.eos_token_id,
+        )
         self.special_ids = {i for i in ids if i is not None}
         self._idf = self._idf_from(idf_corpus) if idf and idf_corpus is not None else None
 
@@ -173,7 +195,13 @@ class BERTScorer:
         """What decides the numbers: model, layer, IDF, rescaling, precision."""
         model = "all-MiniLM-L6-v2" if self.model_name == DEFAULT_ENCODER else self.model_name
         yes = lambda flag: "yes" if flag else "no"  # noqa: E731
-        return {"model": model, "layer": self.layer, "idf": yes(self.idf), "rescaled": yes(self.baseline), "precision": self.precision}
+        return {
+            "model": model,
+            "layer": self.layer,
+            "idf": yes(self.idf),
+            "rescaled": yes(self.baseline),
+            "precision": self.precision,
+        }
 
     @property
     def signature(self) -> str:
@@ -182,7 +210,9 @@ class BERTScorer:
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         """Token ids with special tokens, stripped and truncated as the bert-score package does."""
-        out = self.tokenizer([s.strip() for s in sentences], add_special_tokens=True, truncation=True, max_length=self.max_length)
+        out = self.tokenizer(
+            [s.strip() for s in sentences], add_special_tokens=True, truncation=True, max_length=self.max_length
+        )
         return out["input_ids"]
 
     def _idf_from(self, corpus: Sequence[str]) -> tuple[dict[int, float], float]:
@@ -204,7 +234,11 @@ class BERTScorer:
         bar = _progress_bar(len(cands), self.progress)
         for start in range(0, len(cands), self.chunk_pairs):
             stop = min(start + self.chunk_pairs, len(cands))
-            tick = None if bar is None else (lambda done, start=start, stop=stop: _advance(bar, start + round((stop - start) * done)))
+            tick = (
+                None
+                if bar is None
+                else (lambda done, start=start, stop=stop: _advance(bar, start + round((stop - start) * done)))
+            )
             cp, cr, cf = self._score_chunk(cands[start:stop], refs[start:stop], idf, tick)
             p[start:stop], r[start:stop], f[start:stop] = cp, cr, cf
         if bar is not None:
@@ -233,7 +267,9 @@ class BERTScorer:
             hyp_at, hyp_mask = _token_index(offsets, lengths, hyp[batch], len(tokens) - 1, self.device)
             ref_at, ref_mask = _token_index(offsets, lengths, ref[batch], len(tokens) - 1, self.device)
             sim = torch.bmm(tokens[hyp_at], tokens[ref_at].transpose(1, 2))
-            prf[:, torch.from_numpy(batch).to(self.device)] = torch.stack(greedy_match(sim, weights[hyp_at], weights[ref_at], hyp_mask, ref_mask))
+            prf[:, torch.from_numpy(batch).to(self.device)] = torch.stack(
+                greedy_match(sim, weights[hyp_at], weights[ref_at], hyp_mask, ref_mask)
+            )
         p, r, f = prf.cpu().double().numpy()
         return p, r, f
 
@@ -251,8 +287,12 @@ class BERTScorer:
             for batch in batches:
                 padded = pad_sequences(self.tokenizer, [ids[k] for k in batch])
                 mask = padded["attention_mask"].numpy().astype(bool)
-                inputs = {"input_ids": padded["input_ids"], "attention_mask": padded["attention_mask"],
-                          "rows": torch.from_numpy(np.flatnonzero(mask)), "to": torch.from_numpy(_spans(offsets[batch], lengths[batch]))}
+                inputs = {
+                    "input_ids": padded["input_ids"],
+                    "attention_mask": padded["attention_mask"],
+                    "rows": torch.from_numpy(np.flatnonzero(mask)),
+                    "to": torch.from_numpy(_spans(offsets[batch], lengths[batch])),
+                }
                 inputs = to_device(inputs, self.device)
                 # no mask when nothing is padded: attention takes its faster unmasked path
                 attention_mask = None if bool(mask.all()) else inputs["attention_mask"]
@@ -276,7 +316,9 @@ def bertscore(
     precision: str | None = None,
 ) -> BERTScoreResult:
     """One-call BERTScore: ``bertscore(cands, refs).f1``. Build a :class:`BERTScorer` to reuse a model."""
-    scorer = BERTScorer(model, layer=layer, idf=idf, baseline=baseline, batch_size=batch_size, device=device, precision=precision)
+    scorer = BERTScorer(
+        model, layer=layer, idf=idf, baseline=baseline, batch_size=batch_size, device=device, precision=precision
+    )
     return scorer.score(cands, refs)
 
 
@@ -309,19 +351,31 @@ def compute_baseline(scorer: BERTScorer, corpus: Sequence[str], n_pairs: int = 5
 
 def _truncate(model, layer: int):
     """Drop the layers above ``layer`` so they cost nothing; last_hidden_state is then layer L."""
-    for owner, attr in ((getattr(model, "encoder", None), "layer"), (getattr(model, "transformer", None), "layer"), (model, "layers")):
+    for owner, attr in (
+        (getattr(model, "encoder", None), "layer"),
+        (getattr(model, "transformer", None), "layer"),
+        (model, "layers"),
+    ):
         if owner is not None and isinstance(getattr(owner, attr, None), torch.nn.ModuleList):
             setattr(owner, attr, torch.nn.ModuleList(list(getattr(owner, attr))[:layer]))
             return model
-    raise LightningMetricsError(f"cannot select a layer in a {type(model).__name__}: no encoder.layer / transformer.layer / layers list")
+    raise LightningMetricsError(
+        f"cannot select a layer in a {type(model).__name__}: no encoder.layer / transformer.layer / layers list"
+    )
 
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``start, start+1, ..., start+length-1`` for each pair, concatenated."""
-    return np.concatenate([np.arange(s, s + n) for s, n in zip(starts.tolist(), lengths.tolist())]) if len(starts) else np.zeros(0, np.int64)
+    return (
+        np.concatenate([np.arange(s, s + n) for s, n in zip(starts.tolist(), lengths.tolist())])
+        if len(starts)
+        else np.zeros(0, np.int64)
+    )
 
 
-def _token_index(offsets: np.ndarray, lengths: np.ndarray, sentences: np.ndarray, pad_row: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def _token_index(
+    offsets: np.ndarray, lengths: np.ndarray, sentences: np.ndarray, pad_row: int, device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, L]`` rows of the token table for ``sentences`` (``pad_row`` past each one's end) and the mask of real tokens."""
     width = int(lengths[sentences].max()) if len(sentences) else 0
     mask = np.arange(width)[None, :] < lengths[sentences][:, None]
@@ -340,4 +394,3 @@ def _progress_bar(total: int, progress: bool | None):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc="BERTScore", unit="pair")
-

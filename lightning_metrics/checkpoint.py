@@ -44,7 +44,9 @@ def starting_weights(path: str) -> tuple[dict[str, torch.Tensor], list[str]]:
     return checkpoint.get("state_dict", checkpoint), list(checkpoint.get("hyper_parameters", {}).get("targets", []))
 
 
-def matching_weights(own: dict, state: dict, targets: list[str], old_targets: list[str], n_signals: int, source: str) -> dict:
+def matching_weights(
+    own: dict, state: dict, targets: list[str], old_targets: list[str], n_signals: int, source: str
+) -> dict:
     """The weights of ``state`` that fit a model whose state dict is ``own``.
 
     Names and shapes must match, except in the head: its last layer is copied row by row for the
@@ -64,8 +66,12 @@ def matching_weights(own: dict, state: dict, targets: list[str], old_targets: li
                 if target in old_targets:
                     rows[j] = value[old_targets.index(target)]
             copied[name] = rows
-        elif (name.startswith("head.") and value.dim() == 2 and own[name].shape[0] == value.shape[0]
-              and own[name].shape[1] == value.shape[1] + n_signals):
+        elif (
+            name.startswith("head.")
+            and value.dim() == 2
+            and own[name].shape[0] == value.shape[0]
+            and own[name].shape[1] == value.shape[1] + n_signals
+        ):
             columns = own[name].clone()
             columns[:, : value.shape[1]] = value
             copied[name] = columns

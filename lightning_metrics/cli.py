@@ -15,10 +15,26 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
-from lightning_metrics.cli_common import (_add_column_flags, _add_device_flag, _add_encoder_flags, _columns, _config_file_problem, _repeated_list_option,
-                                          _subparser, _write_json, log)
+from lightning_metrics.cli_common import (
+    _add_column_flags,
+    _add_device_flag,
+    _add_encoder_flags,
+    _columns,
+    _config_file_problem,
+    _repeated_list_option,
+    _subparser,
+    _write_json,
+    log,
+)
 from lightning_metrics.cli_ranges import annotate, range_problem
-from lightning_metrics.cli_scoring import _compare_parser, _rerank_parser, _score_parser, run_compare, run_rerank, run_score
+from lightning_metrics.cli_scoring import (
+    _compare_parser,
+    _rerank_parser,
+    _score_parser,
+    run_compare,
+    run_rerank,
+    run_score,
+)
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
 
@@ -27,18 +43,45 @@ def _evaluate_parser() -> ArgumentParser:
     from lightning_metrics.metrics import builtin_names
 
     p = _subparser("Correlate metrics with the human scores of a ratings file.")
-    p.add_argument("--data", type=str, required=True, help="ratings: .csv/.tsv/.jsonl/.parquet, a saved dataset folder, or a hub name")
-    p.add_argument("--metrics", type=str, nargs="+", default=["bleu", "chrf"], help=f"exported metric folders or built-in metrics: {', '.join(builtin_names())}")
+    p.add_argument(
+        "--data",
+        type=str,
+        required=True,
+        help="ratings: .csv/.tsv/.jsonl/.parquet, a saved dataset folder, or a hub name",
+    )
+    p.add_argument(
+        "--metrics",
+        type=str,
+        nargs="+",
+        default=["bleu", "chrf"],
+        help=f"exported metric folders or built-in metrics: {', '.join(builtin_names())}",
+    )
     p.add_argument("--group", type=str, default=None, help="column to group by, e.g. lp (default: no grouping)")
     p.add_argument("--bootstrap", type=int, default=1000, help="segment resamples for 95%% CIs (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", type=str, default=None, help="also write the numbers to this JSON file")
-    p.add_argument("--plot", type=Optional[str], default=None, help="write scatter plots per group and a Kendall bar chart (PNG) to this folder")
-    p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap")
+    p.add_argument(
+        "--plot",
+        type=Optional[str],
+        default=None,
+        help="write scatter plots per group and a Kendall bar chart (PNG) to this folder",
+    )
+    p.add_argument(
+        "--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap"
+    )
     p.add_argument("--quiet", type=bool, default=False, help="no progress bars")
-    p.add_argument("--darr", type=bool, default=False, help="add WMT's DARR Kendall (pairs of one source whose raw DA scores differ by > 25)")
-    p.add_argument("--max-length", type=Optional[int], default=None,
-                   help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
+    p.add_argument(
+        "--darr",
+        type=bool,
+        default=False,
+        help="add WMT's DARR Kendall (pairs of one source whose raw DA scores differ by > 25)",
+    )
+    p.add_argument(
+        "--max-length",
+        type=Optional[int],
+        default=None,
+        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated",
+    )
     _add_bertscore_flags(p)
     _add_column_flags(p)
     return p
@@ -46,17 +89,37 @@ def _evaluate_parser() -> ArgumentParser:
 
 def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> None:
     group = parser.add_argument_group("BERTScore")
-    group.add_argument(f"--{prefix}model", type=str, default="default", help="encoder: 'default' (all-MiniLM-L6-v2), a folder or a hub name")
-    group.add_argument(f"--{prefix}layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)")
+    group.add_argument(
+        f"--{prefix}model",
+        type=str,
+        default="default",
+        help="encoder: 'default' (all-MiniLM-L6-v2), a folder or a hub name",
+    )
+    group.add_argument(
+        f"--{prefix}layer",
+        type=Optional[int],
+        default=None,
+        help="layer (default: documented per model, else the last)",
+    )
     group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
-    group.add_argument(f"--{prefix}baseline", type=Optional[str], default=None, help="baseline JSON from bertscore-baseline, to rescale")
+    group.add_argument(
+        f"--{prefix}baseline",
+        type=Optional[str],
+        default=None,
+        help="baseline JSON from bertscore-baseline, to rescale",
+    )
     _add_encoder_flags(group)
     _add_device_flag(group)
 
 
 def _bertscore_options(cfg) -> dict:
-    return {"model": cfg.bertscore_model, "layer": cfg.bertscore_layer, "idf": cfg.bertscore_idf, "baseline": cfg.bertscore_baseline,
-            "precision": cfg.precision}
+    return {
+        "model": cfg.bertscore_model,
+        "layer": cfg.bertscore_layer,
+        "idf": cfg.bertscore_idf,
+        "baseline": cfg.bertscore_baseline,
+        "precision": cfg.precision,
+    }
 
 
 def run_evaluate(cfg) -> int:
@@ -66,11 +129,24 @@ def run_evaluate(cfg) -> int:
 
     check_names(cfg.metrics)
     needs = {f for m in cfg.metrics for f in metric_inputs(m)}  # a table without ref suits reference-free metrics
-    data = read_ratings(cfg.data, columns=_columns(cfg), required=("mt", "score", *sorted(needs - {"mt"})), on_invalid=cfg.on_invalid)
+    data = read_ratings(
+        cfg.data, columns=_columns(cfg), required=("mt", "score", *sorted(needs - {"mt"})), on_invalid=cfg.on_invalid
+    )
     ev = evaluate(
-        data, cfg.metrics, group=cfg.group, bootstrap=cfg.bootstrap, seed=cfg.seed, source=cfg.data, num_proc=cfg.num_proc,
-        bertscore=_bertscore_options(cfg), batch_size=cfg.batch_size, device=cfg.device, progress=False if cfg.quiet else None,
-        max_length=cfg.max_length, darr=cfg.darr, precision=cfg.precision,
+        data,
+        cfg.metrics,
+        group=cfg.group,
+        bootstrap=cfg.bootstrap,
+        seed=cfg.seed,
+        source=cfg.data,
+        num_proc=cfg.num_proc,
+        bertscore=_bertscore_options(cfg),
+        batch_size=cfg.batch_size,
+        device=cfg.device,
+        progress=False if cfg.quiet else None,
+        max_length=cfg.max_length,
+        darr=cfg.darr,
+        precision=cfg.precision,
     )
     print(format_table(ev))
     if cfg.json:
@@ -85,8 +161,15 @@ def run_evaluate(cfg) -> int:
 def _baseline_parser() -> ArgumentParser:
     p = _subparser("Compute a BERTScore rescaling baseline for any encoder and layer.")
     p.add_argument("--model", type=str, default="default", help="encoder: 'default', a folder or a hub name")
-    p.add_argument("--layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)")
-    p.add_argument("--corpus", type=str, required=True, help="sentences: a text file (one per line) or a table with a ref/text column")
+    p.add_argument(
+        "--layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)"
+    )
+    p.add_argument(
+        "--corpus",
+        type=str,
+        required=True,
+        help="sentences: a text file (one per line) or a table with a ref/text column",
+    )
     p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus")
     p.add_argument("--out", type=str, required=True, help="JSON file to write")
     p.add_argument("--n-pairs", type=int, default=5000, help="random pairs of different sentences")
@@ -102,24 +185,50 @@ def run_baseline(cfg) -> int:
     from lightning_metrics.data.readers import read_corpus
 
     corpus = read_corpus(cfg.corpus, column=cfg.column)
-    scorer = BERTScorer(cfg.model, layer=cfg.layer, idf=cfg.idf, idf_corpus=corpus if cfg.idf else None, batch_size=cfg.batch_size, device=cfg.device,
-                        precision=cfg.precision)
+    scorer = BERTScorer(
+        cfg.model,
+        layer=cfg.layer,
+        idf=cfg.idf,
+        idf_corpus=corpus if cfg.idf else None,
+        batch_size=cfg.batch_size,
+        device=cfg.device,
+        precision=cfg.precision,
+    )
     baseline = compute_baseline(scorer, corpus, n_pairs=cfg.n_pairs, seed=cfg.seed)
     baseline["corpus"] = str(cfg.corpus)
     _write_json(cfg.out, baseline)
-    print(f"{scorer.signature}  P {baseline['P']:.4f}  R {baseline['R']:.4f}  F {baseline['F']:.4f}  ({cfg.n_pairs} pairs, seed {cfg.seed})")
+    print(
+        f"{scorer.signature}  P {baseline['P']:.4f}  R {baseline['R']:.4f}  F {baseline['F']:.4f}  ({cfg.n_pairs} pairs, seed {cfg.seed})"
+    )
     return 0
 
 
 def _generate_parser() -> ArgumentParser:
     p = _subparser("Turn a corpus into synthetic (reference, perturbed) pairs with signals.")
-    p.add_argument("--corpus", type=Optional[str], default=None, help="text file (one sentence per line), table or dataset; default: WordNet's example sentences")
-    p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus (default ref, else text); a src column is kept")
+    p.add_argument(
+        "--corpus",
+        type=Optional[str],
+        default=None,
+        help="text file (one sentence per line), table or dataset; default: WordNet's example sentences",
+    )
+    p.add_argument(
+        "--column",
+        type=Optional[str],
+        default=None,
+        help="column of a table corpus (default ref, else text); a src column is kept",
+    )
     p.add_argument("--out", type=str, required=True, help="output folder (Parquet shards + JSON summaries)")
-    p.add_argument("--recipe", type=Optional[str], default=None, help="recipe YAML (default: the built-in recipe, = configs/data_gen/default.yaml)")
+    p.add_argument(
+        "--recipe",
+        type=Optional[str],
+        default=None,
+        help="recipe YAML (default: the built-in recipe, = configs/data_gen/default.yaml)",
+    )
     p.add_argument("--pairs-per-sentence", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-proc", type=int, default=default_num_proc(), help="processes for perturbation and lexical signals")
+    p.add_argument(
+        "--num-proc", type=int, default=default_num_proc(), help="processes for perturbation and lexical signals"
+    )
     p.add_argument("--shard", type=Optional[str], default=None, help="i/n: this machine's share of the corpus")
     p.add_argument("--max-sentences", type=Optional[int], default=None, help="use only the first N sentences")
     return p
@@ -129,7 +238,14 @@ def run_generate(cfg) -> int:
     from data_gen import pipeline
 
     path, summary = pipeline.run(
-        cfg.corpus, cfg.out, cfg.recipe, cfg.pairs_per_sentence, cfg.seed, cfg.num_proc, cfg.shard, cfg.column,
+        cfg.corpus,
+        cfg.out,
+        cfg.recipe,
+        cfg.pairs_per_sentence,
+        cfg.seed,
+        cfg.num_proc,
+        cfg.shard,
+        cfg.column,
         max_sentences=cfg.max_sentences,
     )
     print(summary)
@@ -140,11 +256,27 @@ def _probe_parser() -> ArgumentParser:
     p = _subparser("Audit a metric: how often does it score each perturbation below the unchanged reference?")
     from lightning_metrics.metrics import builtin_names
 
-    p.add_argument("--metric", type=str, required=True, help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}")
-    p.add_argument("--corpus", type=Optional[str], default=None,
-                   help="sentences: a text file or a table column (default: WordNet's example sentences); a table with src and ref columns is a parallel corpus")
-    p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus (default ref, else text)")
-    p.add_argument("--sources", type=Optional[str], default=None, help="a source file, one line per corpus sentence (for metrics that read sources)")
+    p.add_argument(
+        "--metric",
+        type=str,
+        required=True,
+        help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}",
+    )
+    p.add_argument(
+        "--corpus",
+        type=Optional[str],
+        default=None,
+        help="sentences: a text file or a table column (default: WordNet's example sentences); a table with src and ref columns is a parallel corpus",
+    )
+    p.add_argument(
+        "--column", type=Optional[str], default=None, help="column of a table corpus (default ref, else text)"
+    )
+    p.add_argument(
+        "--sources",
+        type=Optional[str],
+        default=None,
+        help="a source file, one line per corpus sentence (for metrics that read sources)",
+    )
     p.add_argument("--n", type=int, default=300, help="sentences per perturbation")
     p.add_argument("--seed", type=int, default=0)
     _add_encoder_flags(p)
@@ -167,11 +299,18 @@ def run_probe(cfg) -> int:
     else:
         corpus, sources = read_corpus_with_sources(cfg.corpus, column=cfg.column, sources=cfg.sources, unique=False)
     if metric.needs_src and sources is None:
-        raise LightningMetricsError(f"{cfg.metric} reads sources: give --sources FILE (a line per corpus sentence) "
-                                    "or a parallel --corpus table with src and ref columns")
+        raise LightningMetricsError(
+            f"{cfg.metric} reads sources: give --sources FILE (a line per corpus sentence) "
+            "or a parallel --corpus table with src and ref columns"
+        )
     options = {"batch_size": cfg.batch_size, "device": cfg.device, "progress": False}
-    rows = probe(lambda mt, ref, src=None: metric.score(mt=mt, ref=ref, src=src, **options).scores, corpus, n_sentences=cfg.n,
-                 seed=cfg.seed, sources=sources if metric.needs_src else None)
+    rows = probe(
+        lambda mt, ref, src=None: metric.score(mt=mt, ref=ref, src=src, **options).scores,
+        corpus,
+        n_sentences=cfg.n,
+        seed=cfg.seed,
+        sources=sources if metric.needs_src else None,
+    )
     print(format_probe(rows, cfg.metric))
     return 0
 
@@ -181,11 +320,25 @@ def _export_parser() -> ArgumentParser:
     p.add_argument("checkpoint", type=Optional[str], nargs="?", help="a Lightning .ckpt from fit (not with --ensemble)")
     p.add_argument("--out", type=str, required=True, help="target folder, e.g. checkpoints/my-metric")
     p.add_argument("--force", type=bool, default=False, help="replace an existing folder")
-    p.add_argument("--ensemble", type=str, nargs="+", default=None,
-                   help="instead of a checkpoint: exported metric folders and/or built-in metrics to average")
-    p.add_argument("--data", type=Optional[str], default=None, help="with --ensemble: ratings whose rows standardise each member")
-    p.add_argument("--weights", type=float, nargs="+", default=None, help="with --ensemble: one weight per member (default equal)")
-    p.add_argument("--max-rows", type=int, default=5000, help="with --ensemble: rows of --data used for the statistics (seeded sample)")
+    p.add_argument(
+        "--ensemble",
+        type=str,
+        nargs="+",
+        default=None,
+        help="instead of a checkpoint: exported metric folders and/or built-in metrics to average",
+    )
+    p.add_argument(
+        "--data", type=Optional[str], default=None, help="with --ensemble: ratings whose rows standardise each member"
+    )
+    p.add_argument(
+        "--weights", type=float, nargs="+", default=None, help="with --ensemble: one weight per member (default equal)"
+    )
+    p.add_argument(
+        "--max-rows",
+        type=int,
+        default=5000,
+        help="with --ensemble: rows of --data used for the statistics (seeded sample)",
+    )
     p.add_argument("--seed", type=int, default=0)
     _add_device_flag(p)
     return p
@@ -199,8 +352,12 @@ def run_export(cfg) -> int:
         from lightning_metrics.metrics.ensemble import export_ensemble
 
         if cfg.checkpoint is not None or cfg.data is None:
-            raise LightningMetricsError("export --ensemble A B ... takes no checkpoint, and needs --data RATINGS to standardise the members")
-        folder = export_ensemble(cfg.ensemble, cfg.out, cfg.data, cfg.weights, cfg.force, cfg.max_rows, cfg.seed, resolve_device(cfg.device))
+            raise LightningMetricsError(
+                "export --ensemble A B ... takes no checkpoint, and needs --data RATINGS to standardise the members"
+            )
+        folder = export_ensemble(
+            cfg.ensemble, cfg.out, cfg.data, cfg.weights, cfg.force, cfg.max_rows, cfg.seed, resolve_device(cfg.device)
+        )
         print(f"exported ensemble of {', '.join(cfg.ensemble)} -> {folder}")
         return 0
     if cfg.checkpoint is None:
@@ -219,8 +376,15 @@ def _quickstart_parser() -> ArgumentParser:
 
     p = _subparser("Run the main job on the embedded defaults: generate, pre-train, export, score, probe.")
     p.add_argument("--out", type=str, default="runs/quickstart", help="folder for data, logs and training checkpoints")
-    p.add_argument("--checkpoints", type=str, default="checkpoints", help="where the exported metric goes (<dir>/quickstart)")
-    p.add_argument("--ratings", type=Optional[str], default=None, help="also fine-tune on these human ratings and evaluate on held-out documents")
+    p.add_argument(
+        "--checkpoints", type=str, default="checkpoints", help="where the exported metric goes (<dir>/quickstart)"
+    )
+    p.add_argument(
+        "--ratings",
+        type=Optional[str],
+        default=None,
+        help="also fine-tune on these human ratings and evaluate on held-out documents",
+    )
     p.add_argument("--seed", type=int, default=0)
     for f in fields(QuickstartSettings):
         p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
@@ -232,7 +396,9 @@ def run_quickstart(cfg) -> int:
 
     from lightning_metrics import quickstart
 
-    settings = quickstart.QuickstartSettings(**{f.name: getattr(cfg, f.name) for f in fields(quickstart.QuickstartSettings)})
+    settings = quickstart.QuickstartSettings(
+        **{f.name: getattr(cfg, f.name) for f in fields(quickstart.QuickstartSettings)}
+    )
     quickstart.run(out=cfg.out, checkpoints=cfg.checkpoints, ratings=cfg.ratings, settings=settings, seed=cfg.seed)
     return 0
 
@@ -240,7 +406,9 @@ def run_quickstart(cfg) -> int:
 def _plot_run_parser() -> ArgumentParser:
     p = _subparser("Draw training curves (loss, validation correlations, learning rates) from a run's CSV logs.")
     p.add_argument("run_dir", type=str, help="a training run folder (every metrics.csv below it is drawn)")
-    p.add_argument("--out", type=Optional[str], default=None, help="folder for the PNGs (default: beside each metrics.csv)")
+    p.add_argument(
+        "--out", type=Optional[str], default=None, help="folder for the PNGs (default: beside each metrics.csv)"
+    )
     return p
 
 
@@ -258,7 +426,11 @@ COMMANDS = {
     "generate": (_generate_parser, run_generate, "make synthetic training pairs from a corpus"),
     "score": (_score_parser, run_score, "score system outputs with a metric"),
     "rerank": (_rerank_parser, run_rerank, "choose the best of N candidates per source (QE or minimum Bayes risk)"),
-    "compare": (_compare_parser, run_compare, "test whether one system is better than another (paired bootstrap, t-test)"),
+    "compare": (
+        _compare_parser,
+        run_compare,
+        "test whether one system is better than another (paired bootstrap, t-test)",
+    ),
     "export": (_export_parser, run_export, "export a trained checkpoint as a self-contained metric folder"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
@@ -272,10 +444,15 @@ LIGHTNING_COMMANDS = ("fit", "validate", "test")
 def build_parser(commands: dict | None = None) -> ArgumentParser:
     """The ``lightning-metrics`` parser; ``commands`` (name -> sub-parser) are built here when not given."""
     commands = commands or {name: make() for name, (make, _, _) in COMMANDS.items()}
-    parser = ArgumentParser(prog="lightning-metrics", description="Train learned text-generation metrics and score with them.",
-                            exit_on_error=False)
+    parser = ArgumentParser(
+        prog="lightning-metrics",
+        description="Train learned text-generation metrics and score with them.",
+        exit_on_error=False,
+    )
     parser.add_argument("--version", action="version", version=f"lightning-metrics {__version__}")
-    parser.epilog = "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
+    parser.epilog = (
+        "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
+    )
     sub = parser.add_subcommands(dest="command")
     for name, (_, _, help_text) in COMMANDS.items():
         annotate(commands[name], name)
@@ -314,8 +491,12 @@ def main(argv: list[str] | None = None) -> int:
     except ArgumentError as e:  # one line naming the option; --help lists them all
         command = argv[0] if argv and argv[0] in COMMANDS else ""
         where = f"{command}: " if command else ""
-        print(f"error: {where}{' '.join(str(e).split())} (lightning-metrics {command} --help lists the options)".replace("  ", " "),
-              file=sys.stderr)
+        print(
+            f"error: {where}{' '.join(str(e).split())} (lightning-metrics {command} --help lists the options)".replace(
+                "  ", " "
+            ),
+            file=sys.stderr,
+        )
         return 2
     _, run, _ = COMMANDS[cfg.command]
     outside = range_problem(cfg.command, getattr(cfg, cfg.command))

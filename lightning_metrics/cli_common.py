@@ -23,11 +23,18 @@ def _add_column_flags(parser: ArgumentParser) -> None:
     group = parser.add_argument_group("columns", "map the file's column names onto src, mt, ref, score, system, doc_id")
     for field in ("src", "mt", "ref", "score", "system", "doc_id"):
         group.add_argument(f"--{field.replace('_', '-')}-col", type=str, default=field, help=f"column holding {field}")
-    parser.add_argument("--on-invalid", choices=["error", "skip"], default="error", help="stop at the first bad row, or skip bad rows and report them")
+    parser.add_argument(
+        "--on-invalid",
+        choices=["error", "skip"],
+        default="error",
+        help="stop at the first bad row, or skip bad rows and report them",
+    )
 
 
 BATCH_HELP = "rows per encoder batch (default 64 on the CPU; on CUDA batches fill a budget of 65,536 padded tokens)"
-PRECISION_HELP = "fp32, bf16 (encoder weights in bfloat16) or auto (bf16 on CUDA, fp32 elsewhere); the signature names it"
+PRECISION_HELP = (
+    "fp32, bf16 (encoder weights in bfloat16) or auto (bf16 on CUDA, fp32 elsewhere); the signature names it"
+)
 
 
 def _add_encoder_flags(parser) -> None:
@@ -38,7 +45,9 @@ def _add_encoder_flags(parser) -> None:
 
 def _add_device_flag(parser) -> None:
     """``--device``, as every subcommand that runs a model takes it."""
-    parser.add_argument("--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ...")
+    parser.add_argument(
+        "--device", type=str, default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:1, ..."
+    )
 
 
 def _repeated_list_option(parser, args: list[str]) -> str | None:
@@ -61,7 +70,9 @@ def _config_file_problem(args: list[str]) -> str | None:
     the user sees the file, line and column rather than the parser's usage text."""
     import yaml
 
-    paths = [b for a, b in zip(args, args[1:]) if a == "--config"] + [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
+    paths = [b for a, b in zip(args, args[1:]) if a == "--config"] + [
+        a.split("=", 1)[1] for a in args if a.startswith("--config=")
+    ]
     for path in paths:
         if not Path(path).exists() and any(c in path for c in ":{\n"):
             continue  # an inline config string (jsonargparse takes those too)

@@ -35,13 +35,30 @@ class Range:
 
 COUNT, NON_NEGATIVE = Range(1), Range(0)
 OPTION_RANGES = {
-    "seed": NON_NEGATIVE, "bootstrap": NON_NEGATIVE, "num_proc": COUNT, "batch_size": COUNT, "max_length": COUNT,
-    "layer": NON_NEGATIVE, "bertscore_layer": NON_NEGATIVE, "n_pairs": COUNT, "pairs_per_sentence": COUNT, "max_sentences": COUNT,
-    "n": COUNT, "max_rows": COUNT, "weights": NON_NEGATIVE, "devices": COUNT, "mc_dropout": NON_NEGATIVE,
-    "alpha": Range(0, 1, open=True), "num_candidates": COUNT,
+    "seed": NON_NEGATIVE,
+    "bootstrap": NON_NEGATIVE,
+    "num_proc": COUNT,
+    "batch_size": COUNT,
+    "max_length": COUNT,
+    "layer": NON_NEGATIVE,
+    "bertscore_layer": NON_NEGATIVE,
+    "n_pairs": COUNT,
+    "pairs_per_sentence": COUNT,
+    "max_sentences": COUNT,
+    "n": COUNT,
+    "max_rows": COUNT,
+    "weights": NON_NEGATIVE,
+    "devices": COUNT,
+    "mc_dropout": NON_NEGATIVE,
+    "alpha": Range(0, 1, open=True),
+    "num_candidates": COUNT,
     # quickstart's budgets
-    "sentences": COUNT, "lr_encoder": NON_NEGATIVE, "lr_head": Range(0, 1, open=True), "pretrain_epochs": COUNT,
-    "finetune_steps": COUNT, "probe_sentences": COUNT,
+    "sentences": COUNT,
+    "lr_encoder": NON_NEGATIVE,
+    "lr_head": Range(0, 1, open=True),
+    "pretrain_epochs": COUNT,
+    "finetune_steps": COUNT,
+    "probe_sentences": COUNT,
 }
 COMMAND_RANGES = {("compare", "bootstrap"): COUNT}
 

@@ -7,7 +7,14 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics.atomic import write_text
-from lightning_metrics.cli_common import _add_column_flags, _add_device_flag, _add_encoder_flags, _columns, _subparser, _write_json
+from lightning_metrics.cli_common import (
+    _add_column_flags,
+    _add_device_flag,
+    _add_encoder_flags,
+    _columns,
+    _subparser,
+    _write_json,
+)
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.tables import take_rows
 
@@ -16,24 +23,60 @@ def _score_parser() -> ArgumentParser:
     from lightning_metrics.metrics import builtin_names
 
     p = _subparser("Score system outputs with a metric, per segment and per system.")
-    p.add_argument("--model", type=str, required=True, help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}")
-    p.add_argument("-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line")
-    p.add_argument("-r", "--references", type=str, nargs="+", default=None,
-                   help="reference file(s), one segment per line; several: multi-reference scoring")
+    p.add_argument(
+        "--model",
+        type=str,
+        required=True,
+        help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}",
+    )
+    p.add_argument(
+        "-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line"
+    )
+    p.add_argument(
+        "-r",
+        "--references",
+        type=str,
+        nargs="+",
+        default=None,
+        help="reference file(s), one segment per line; several: multi-reference scoring",
+    )
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one segment per line")
-    p.add_argument("--data", type=Optional[str], default=None, help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]")
+    p.add_argument(
+        "--data",
+        type=Optional[str],
+        default=None,
+        help="instead of -t/-r/-s: a ratings table or JSONL with mt, ref[, src, system]",
+    )
     _add_encoder_flags(p)
     _add_device_flag(p)
-    p.add_argument("--devices", type=int, default=1, help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept")
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept",
+    )
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
-    p.add_argument("--multi-ref", choices=["max", "mean"], default="max",
-                   help="learned metrics with several references: keep the best score per segment, or the mean")
-    p.add_argument("--mc-dropout", type=int, default=0, help="learned metrics: N passes with dropout on; segment means and a std column (N times the cost)")
+    p.add_argument(
+        "--multi-ref",
+        choices=["max", "mean"],
+        default="max",
+        help="learned metrics with several references: keep the best score per segment, or the mean",
+    )
+    p.add_argument(
+        "--mc-dropout",
+        type=int,
+        default=0,
+        help="learned metrics: N passes with dropout on; segment means and a std column (N times the cost)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of --mc-dropout (and of compare's resampling)")
-    p.add_argument("--max-length", type=Optional[int], default=None,
-                   help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated")
+    p.add_argument(
+        "--max-length",
+        type=Optional[int],
+        default=None,
+        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated",
+    )
     _add_column_flags(p)
     return p
 
@@ -48,9 +91,15 @@ def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list
     if cfg.data:
         required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
         data = read_ratings(cfg.data, columns=_columns(cfg), required=required, on_invalid=cfg.on_invalid)
-        return paired_systems_from_table(data, cfg.data, getattr(cfg, "lp", None)) if paired else systems_from_table(data)
+        return (
+            paired_systems_from_table(data, cfg.data, getattr(cfg, "lp", None)) if paired else systems_from_table(data)
+        )
     if not cfg.translations or (needs_ref and not cfg.references):
-        raise LightningMetricsError(f"{'compare' if paired else 'score'} needs -t SYSTEM_FILE [...]" + (" and -r REFERENCE_FILE" if needs_ref else "") + ", or --data FILE")
+        raise LightningMetricsError(
+            f"{'compare' if paired else 'score'} needs -t SYSTEM_FILE [...]"
+            + (" and -r REFERENCE_FILE" if needs_ref else "")
+            + ", or --data FILE"
+        )
     if needs_src and not cfg.sources:
         raise LightningMetricsError(f"{cfg.model} reads sources: give -s SOURCE_FILE")
     text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
@@ -58,8 +107,15 @@ def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list
 
 
 def _score_options(cfg) -> dict:
-    return {"batch_size": cfg.batch_size, "device": cfg.device, "devices": cfg.devices, "progress": False if cfg.quiet else None,
-            "mc_dropout": cfg.mc_dropout, "seed": cfg.seed, "multi_ref": cfg.multi_ref}
+    return {
+        "batch_size": cfg.batch_size,
+        "device": cfg.device,
+        "devices": cfg.devices,
+        "progress": False if cfg.quiet else None,
+        "mc_dropout": cfg.mc_dropout,
+        "seed": cfg.seed,
+        "multi_ref": cfg.multi_ref,
+    }
 
 
 def run_score(cfg) -> int:
@@ -71,17 +127,28 @@ def run_score(cfg) -> int:
     results = score_systems(metric, *_systems_input(cfg, metric), **options)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
     if cfg.json:
-        _write_json(cfg.json, {
-            "signature": next(iter(results.values())).signature,
-            "systems": {k: {"system_score": r.system_score, "scores": r.scores, **({"std": r.extra["std"]} if "std" in r.extra else {})}
-                        for k, r in results.items()},
-        })
+        _write_json(
+            cfg.json,
+            {
+                "signature": next(iter(results.values())).signature,
+                "systems": {
+                    k: {
+                        "system_score": r.system_score,
+                        "scores": r.scores,
+                        **({"std": r.extra["std"]} if "std" in r.extra else {}),
+                    }
+                    for k, r in results.items()
+                },
+            },
+        )
     return 0
 
 
 def _compare_parser() -> ArgumentParser:
     p = _score_parser()
-    p.description = "Is one system really better than another? Paired bootstrap and paired t-test for every pair of systems."
+    p.description = (
+        "Is one system really better than another? Paired bootstrap and paired t-test for every pair of systems."
+    )
     p.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level that decides the winner")
     p.add_argument("--lp", type=Optional[str], default=None, help="with --data: keep only this language pair")
@@ -102,24 +169,51 @@ def run_compare(cfg) -> int:
     pairs = compare_systems(metric, results, columns, cfg.bootstrap, cfg.seed, cfg.alpha)
     print(format_comparisons(pairs, results, cfg.bootstrap, cfg.seed, cfg.alpha))
     if cfg.json:
-        _write_json(cfg.json, {"signature": next(iter(results.values())).signature, "bootstrap": cfg.bootstrap, "seed": cfg.seed,
-                               "alpha": cfg.alpha, "systems": {n: r.system_score for n, r in results.items()},
-                               "pairs": [p.as_dict() for p in pairs]})
+        _write_json(
+            cfg.json,
+            {
+                "signature": next(iter(results.values())).signature,
+                "bootstrap": cfg.bootstrap,
+                "seed": cfg.seed,
+                "alpha": cfg.alpha,
+                "systems": {n: r.system_score for n, r in results.items()},
+                "pairs": [p.as_dict() for p in pairs],
+            },
+        )
     return 0
 
 
 def _rerank_parser() -> ArgumentParser:
-    p = _subparser("Choose the best of N candidates per source: QE with a reference-free metric, or minimum Bayes risk.")
+    p = _subparser(
+        "Choose the best of N candidates per source: QE with a reference-free metric, or minimum Bayes risk."
+    )
     p.add_argument("--model", type=str, required=True, help="an exported metric folder or a built-in metric")
-    p.add_argument("-t", "--candidates", type=Optional[str], default=None, help="candidates, N consecutive lines per source")
+    p.add_argument(
+        "-t", "--candidates", type=Optional[str], default=None, help="candidates, N consecutive lines per source"
+    )
     p.add_argument("--num-candidates", type=Optional[int], default=None, help="N, with -t")
     p.add_argument("-s", "--sources", type=Optional[str], default=None, help="source file, one line per source")
-    p.add_argument("-r", "--references", type=Optional[str], default=None, help="reference file: --mode ref scores against it (an oracle)")
-    p.add_argument("--data", type=Optional[str], default=None, help="instead of -t: a table with source_id, mt[, src, ref]")
+    p.add_argument(
+        "-r",
+        "--references",
+        type=Optional[str],
+        default=None,
+        help="reference file: --mode ref scores against it (an oracle)",
+    )
+    p.add_argument(
+        "--data", type=Optional[str], default=None, help="instead of -t: a table with source_id, mt[, src, ref]"
+    )
     p.add_argument("--source-id-col", type=str, default="source_id", help="the --data column that groups candidates")
     p.add_argument("--lp", type=Optional[str], default=None, help="with --data: keep only this language pair")
-    p.add_argument("--mode", type=Optional[str], default=None, help="qe, mbr or ref (default: qe for reference-free metrics, else mbr; ref with -r)")
-    p.add_argument("--out", type=Optional[str], default=None, help="write the chosen candidate per source, one per line")
+    p.add_argument(
+        "--mode",
+        type=Optional[str],
+        default=None,
+        help="qe, mbr or ref (default: qe for reference-free metrics, else mbr; ref with -r)",
+    )
+    p.add_argument(
+        "--out", type=Optional[str], default=None, help="write the chosen candidate per source, one per line"
+    )
     p.add_argument("--json", type=Optional[str], default=None, help="write each source's choice (index, text, score)")
     _add_encoder_flags(p)
     _add_device_flag(p)
@@ -148,10 +242,24 @@ def run_rerank(cfg) -> int:
         ref = read_parallel_text(cfg.references)["mt"][0] if cfg.references else None
         for path, values in ((cfg.sources, src), (cfg.references, ref)):
             if values is not None and len(values) != len(candidates):
-                raise InputError(path, f"{len(values)} lines, but {cfg.candidates} holds {len(candidates)} sources of {cfg.num_candidates}")
+                raise InputError(
+                    path,
+                    f"{len(values)} lines, but {cfg.candidates} holds {len(candidates)} sources of {cfg.num_candidates}",
+                )
     else:
-        raise LightningMetricsError("rerank needs -t CANDIDATES --num-candidates N, or --data TABLE with a source_id column")
-    choices = rerank(metric, candidates, src, ref, cfg.mode, batch_size=cfg.batch_size, device=cfg.device, progress=False if cfg.quiet else None)
+        raise LightningMetricsError(
+            "rerank needs -t CANDIDATES --num-candidates N, or --data TABLE with a source_id column"
+        )
+    choices = rerank(
+        metric,
+        candidates,
+        src,
+        ref,
+        cfg.mode,
+        batch_size=cfg.batch_size,
+        device=cfg.device,
+        progress=False if cfg.quiet else None,
+    )
     if not cfg.quiet:
         print("\n".join(f"source {c.source}\tcandidate {c.index}\tscore: {c.score:.4f}\t{c.text}" for c in choices))
     if cfg.out:

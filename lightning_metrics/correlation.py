@@ -139,7 +139,11 @@ def bootstrap_ci(
     for k, values in draws.items():
         arr = np.asarray(values)
         arr = arr[np.isfinite(arr)]
-        out[k] = (float(np.percentile(arr, tail)), float(np.percentile(arr, 100 - tail))) if len(arr) else (math.nan, math.nan)
+        out[k] = (
+            (float(np.percentile(arr, tail)), float(np.percentile(arr, 100 - tail)))
+            if len(arr)
+            else (math.nan, math.nan)
+        )
     return out
 
 

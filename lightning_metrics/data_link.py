@@ -24,11 +24,15 @@ def link_problem(model, data) -> str | None:
         return f"model.targets {list(model.targets)} differ from data.targets {list(data.targets)}"
     data_signals = getattr(data, "signal_spec", None)
     if (data_signals.resolved() if data_signals else None) != model.signal_spec:
-        return f"model signals {model.signal_spec} differ from the data's {data_signals}; set them on the model (linked)"
+        return (
+            f"model signals {model.signal_spec} differ from the data's {data_signals}; set them on the model (linked)"
+        )
     layout = model.batch_layout
     if (data.input_format, tuple(data.text_fields)) != (layout["input_format"], layout["text_fields"]):
-        return (f"{family} reads {layout['input_format']} batches of {list(layout['text_fields'])}, but the data module makes "
-                f"{data.input_format} batches of {list(data.text_fields)}; build it with **model.batch_layout")
+        return (
+            f"{family} reads {layout['input_format']} batches of {list(layout['text_fields'])}, but the data module makes "
+            f"{data.input_format} batches of {list(data.text_fields)}; build it with **model.batch_layout"
+        )
     return None
 
 

@@ -33,7 +33,9 @@ def resolve_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER) -> str:
 
 
 def _hub_offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 _LOAD_WEIGHTS = ContextVar("load_encoder_weights", default=True)
@@ -62,9 +64,13 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
 
         try:
             config = AutoConfig.from_pretrained(str(name_or_path), local_files_only=True)
-            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(str(name_or_path), local_files_only=True)
+            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(
+                str(name_or_path), local_files_only=True
+            )
         except (OSError, ValueError) as e:
-            raise EncoderNotFoundError(f"encoder config in {name_or_path} could not be loaded: {str(e).splitlines()[0]}") from None
+            raise EncoderNotFoundError(
+                f"encoder config in {name_or_path} could not be loaded: {str(e).splitlines()[0]}"
+            ) from None
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()
@@ -84,7 +90,9 @@ def _load(name_or_path, model_kwargs: dict):
     tried = []
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise EncoderNotFoundError(f"encoder folder {path} has no config.json, so it is not a Hugging Face model folder")
+            raise EncoderNotFoundError(
+                f"encoder folder {path} has no config.json, so it is not a Hugging Face model folder"
+            )
         try:
             model = AutoModel.from_pretrained(str(path), **model_kwargs)
             tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -115,5 +123,6 @@ def load_tokenizer(name_or_path: str | os.PathLike = DEFAULT_ENCODER):
     try:
         return AutoTokenizer.from_pretrained(target)
     except (OSError, ValueError) as e:
-        raise EncoderNotFoundError(f"tokenizer for encoder {str(name_or_path)!r} could not be loaded: {str(e).splitlines()[0]}") from None
-
+        raise EncoderNotFoundError(
+            f"tokenizer for encoder {str(name_or_path)!r} could not be loaded: {str(e).splitlines()[0]}"
+        ) from None

@@ -25,11 +25,18 @@ class Evaluation:
     scores: dict[str, list[float]] = field(default_factory=dict, repr=False)  # segment scores, for plots
     human: list[float] = field(default_factory=list, repr=False)
     groups: list[str] | None = field(default=None, repr=False)
-    darr: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)  # metric -> group -> (DARR Kendall, pairs)
+    darr: dict[str, dict[str, tuple[float, int]]] = field(
+        default_factory=dict
+    )  # metric -> group -> (DARR Kendall, pairs)
 
     def average(self, metric: str) -> dict[str, float]:
         groups = self.results[metric].values()
-        out = {k: float(np.nanmean([getattr(c, k) for c in groups])) if any(math.isfinite(getattr(c, k)) for c in groups) else math.nan for k in TABLE_STATS}
+        out = {
+            k: float(np.nanmean([getattr(c, k) for c in groups]))
+            if any(math.isfinite(getattr(c, k)) for c in groups)
+            else math.nan
+            for k in TABLE_STATS
+        }
         out["n"] = sum(c.n for c in groups)
         return out
 
@@ -38,10 +45,21 @@ class Evaluation:
             "group_by": self.group_by,
             "settings": self.settings,
             "metrics": {
-                m: {**{g: c.to_dict() for g, c in by_group.items()}, **({AVERAGE: self.average(m)} if len(by_group) > 1 else {})}
+                m: {
+                    **{g: c.to_dict() for g, c in by_group.items()},
+                    **({AVERAGE: self.average(m)} if len(by_group) > 1 else {}),
+                }
                 for m, by_group in self.results.items()
             },
-            **({"darr": {m: {g: {"kendall": t, "pairs": n} for g, (t, n) in by.items()} for m, by in self.darr.items()}} if self.darr else {}),
+            **(
+                {
+                    "darr": {
+                        m: {g: {"kendall": t, "pairs": n} for g, (t, n) in by.items()} for m, by in self.darr.items()
+                    }
+                }
+                if self.darr
+                else {}
+            ),
         }
 
 
@@ -85,14 +103,29 @@ def evaluate(
     mt, human = list(data["mt"]), np.asarray(data["score"], dtype=float)
     ref = list(data["ref"]) if "ref" in columns else None
     src = list(data["src"]) if "src" in columns else None
-    scorer = scorer or (lambda names, m, r, s: score_many(names, m, r, s, num_proc=num_proc, bertscore=bertscore, batch_size=batch_size,
-                                                         device=device, progress=progress, max_length=max_length, precision=precision))
+    scorer = scorer or (
+        lambda names, m, r, s: score_many(
+            names,
+            m,
+            r,
+            s,
+            num_proc=num_proc,
+            bertscore=bertscore,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            max_length=max_length,
+            precision=precision,
+        )
+    )
     scores = scorer(list(metrics), mt, ref, src)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None
     results = correlate_metrics(scores, human, groups, systems, bootstrap=bootstrap, seed=seed, num_proc=num_proc)
     settings = {"bootstrap": bootstrap, "seed": seed, "n_rows": len(mt)}
-    ev = Evaluation(results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups)
+    ev = Evaluation(
+        results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups
+    )
     if darr:
         ev.darr = darr_by_group(scores, data, groups, darr_threshold)
         settings["darr_threshold"] = darr_threshold
@@ -104,7 +137,11 @@ def darr_by_group(scores: dict[str, list[float]], data, groups: list[str] | None
     from lightning_metrics.correlation import darr_kendall
     from lightning_metrics.data.ranking import darr_pairs
 
-    rows = {k: list(data[k]) for k in ("lp", "src", "ref", "mt", "raw") if k in (data.column_names if hasattr(data, "column_names") else data)}
+    rows = {
+        k: list(data[k])
+        for k in ("lp", "src", "ref", "mt", "raw")
+        if k in (data.column_names if hasattr(data, "column_names") else data)
+    }
     rows.setdefault("src", rows.get("ref") or [""] * len(rows["mt"]))
     by_group: dict[str, list[tuple[int, int]]] = {}
     for pairs in darr_pairs(rows, "raw", threshold).values():
@@ -113,17 +150,20 @@ def darr_by_group(scores: dict[str, list[float]], data, groups: list[str] | None
     out = {}
     for metric, values in scores.items():
         v = np.asarray(values, dtype=float)
-        out[metric] = {g: (darr_kendall(v[[b for b, _ in p]], v[[w for _, w in p]]), len(p)) for g, p in sorted(by_group.items())}
+        out[metric] = {
+            g: (darr_kendall(v[[b for b, _ in p]], v[[w for _, w in p]]), len(p)) for g, p in sorted(by_group.items())
+        }
     return out
-
-
 
 
 def plot_evaluation(ev: Evaluation, out: str) -> list:
     """``evaluate --plot DIR``: a scatter plot per group and a Kendall bar chart with the bootstrap CIs."""
     from lightning_metrics.plots import kendall_bars, scatter_plots
 
-    table = {m: {g: (c.seg_kendall, *c.ci.get("seg_kendall", (math.nan, math.nan))) for g, c in by_group.items()} for m, by_group in ev.results.items()}
+    table = {
+        m: {g: (c.seg_kendall, *c.ci.get("seg_kendall", (math.nan, math.nan))) for g, c in by_group.items()}
+        for m, by_group in ev.results.items()
+    }
     return [*scatter_plots(ev.scores, ev.human, ev.groups, out), kendall_bars(table, out)]
 
 
@@ -139,7 +179,15 @@ def format_table(ev: Evaluation) -> str:
     rows = []
     for metric, by_group in ev.results.items():
         for g, c in by_group.items():
-            rows.append([metric, g, *(_cell(getattr(c, k), c.ci.get(k)) for k in TABLE_STATS), str(c.n), str(c.n_systems or "-")])
+            rows.append(
+                [
+                    metric,
+                    g,
+                    *(_cell(getattr(c, k), c.ci.get(k)) for k in TABLE_STATS),
+                    str(c.n),
+                    str(c.n_systems or "-"),
+                ]
+            )
         if len(by_group) > 1:
             avg = ev.average(metric)
             rows.append([metric, AVERAGE, *(_cell(avg[k], None) for k in TABLE_STATS), str(avg["n"]), ""])
@@ -147,8 +195,15 @@ def format_table(ev: Evaluation) -> str:
     fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
     lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
     if ev.darr:
-        lines += ["", f"DARR Kendall (pairs of outputs of one source whose raw scores differ by more than {ev.settings['darr_threshold']:g}):"]
-        lines += [f"  {m}  " + "  ".join(f"{g}: {t:.4f} ({n} pairs)" for g, (t, n) in by.items()) for m, by in ev.darr.items()]
+        lines += [
+            "",
+            f"DARR Kendall (pairs of outputs of one source whose raw scores differ by more than {ev.settings['darr_threshold']:g}):",
+        ]
+        lines += [
+            f"  {m}  " + "  ".join(f"{g}: {t:.4f} ({n} pairs)" for g, (t, n) in by.items()) for m, by in ev.darr.items()
+        ]
     if ev.settings.get("bootstrap"):
-        lines.append(f"[brackets]: 95% bootstrap CI, {ev.settings['bootstrap']} segment resamples, seed {ev.settings['seed']}")
+        lines.append(
+            f"[brackets]: 95% bootstrap CI, {ev.settings['bootstrap']} segment resamples, seed {ev.settings['seed']}"
+        )
     return "\n".join(lines)

@@ -25,7 +25,9 @@ def model_from_checkpoint(path: str | os.PathLike):
     checkpoint = read_checkpoint(path)
     family = checkpoint.get("metric_family")
     if family not in FAMILIES:
-        raise LightningMetricsError(f"{path}: no known metric family in the checkpoint (got {family!r}; known: {sorted(FAMILIES)})")
+        raise LightningMetricsError(
+            f"{path}: no known metric family in the checkpoint (got {family!r}; known: {sorted(FAMILIES)})"
+        )
     # LightningCLI adds its own keys (_class_path, _instantiator) to the saved hyper-parameters
     hparams = {k: v for k, v in dict(checkpoint.get("hyper_parameters", {})).items() if not k.startswith("_")}
     hparams["init_from"] = None
@@ -41,7 +43,9 @@ def export_checkpoint(checkpoint_path: str | os.PathLike, out: str | os.PathLike
         raise LightningMetricsError(f"{target} exists; pass --force to replace it")
     model, checkpoint = model_from_checkpoint(checkpoint_path)
     meta = _metadata(model, checkpoint, checkpoint_path)
-    return write_export(target, meta, lambda folder: save_model_files(model, folder), model_card(target.name, meta), force=force)
+    return write_export(
+        target, meta, lambda folder: save_model_files(model, folder), model_card(target.name, meta), force=force
+    )
 
 
 def save_model_files(model, folder: Path) -> None:
@@ -63,7 +67,9 @@ def save_model_files(model, folder: Path) -> None:
 
 
 def _metadata(model, checkpoint: dict, source) -> dict:
-    hparams = {k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from") and not k.startswith("_")}
+    hparams = {
+        k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from") and not k.startswith("_")
+    }
     dev = {}
     for key, state in checkpoint.get("callbacks", {}).items() if isinstance(checkpoint.get("callbacks"), dict) else []:
         if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
@@ -77,11 +83,20 @@ def _metadata(model, checkpoint: dict, source) -> dict:
         "hyper_parameters": hparams,
         "encoder": str(model.hparams.encoder),
         "framework_version": __version__,
-        "trained": {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step"), "checkpoint": Path(source).name},
+        "trained": {
+            "epoch": checkpoint.get("epoch"),
+            "global_step": checkpoint.get("global_step"),
+            "checkpoint": Path(source).name,
+        },
         "dev_correlations": dev,
         "training_data": checkpoint.get("data_summary", {}),
-        "signals": None if model.signal_spec is None else {"names": list(model.signal_spec.names), "layer": model.signal_spec.layer,
-                                                            "encoder": str(model.signal_spec.encoder)},
+        "signals": None
+        if model.signal_spec is None
+        else {
+            "names": list(model.signal_spec.names),
+            "layer": model.signal_spec.layer,
+            "encoder": str(model.signal_spec.encoder),
+        },
     }
 
 
@@ -92,11 +107,11 @@ def model_card(name: str, meta: dict) -> str:
     scale = f"mean {mean[0]:.4f}, std {std[0]:.4f}" if mean else "no target: the score is a distance"
     return f"""# {name}
 
-A learned evaluation metric exported by lightning-metrics {meta['framework_version']}.
+A learned evaluation metric exported by lightning-metrics {meta["framework_version"]}.
 
-- **Family:** {meta['family']} (inputs: {', '.join(meta['inputs'])}); targets {', '.join(meta['targets']) or 'none'};
+- **Family:** {meta["family"]} (inputs: {", ".join(meta["inputs"])}); targets {", ".join(meta["targets"]) or "none"};
   the score is the first target on the training data's scale ({scale}).
-- **Base encoder:** {meta['encoder']}; trained {meta['trained']['epoch']} epoch(s), {meta['trained']['global_step']} steps.
+- **Base encoder:** {meta["encoder"]}; trained {meta["trained"]["epoch"]} epoch(s), {meta["trained"]["global_step"]} steps.
 - **Training data:** {_data_line(meta.get("training_data", {}))}.
 - **Dev correlations:** {dev}.
 
@@ -127,9 +142,13 @@ def _data_line(data: dict) -> str:
     lps = ", ".join(data.get("language_pairs") or []) or "no language-pair column"
     line = f"{data['source']} ({data['kind']}): {data['train_rows']} training rows, {data['val_rows']} validation rows; language pairs: {lps}"
     if data.get("sources"):
-        line += (f"; scores normalised per source and language pair: {data.get('normalise')}; rows weighted by: {data.get('weight_by') or 'nothing'}"
-                 + "".join(f"\n  - source `{s['name']}`: {s['path']} ({s['train_rows']} training, {s['val_rows']} validation rows, weight {s['weight']})"
-                           for s in data["sources"]))
+        line += (
+            f"; scores normalised per source and language pair: {data.get('normalise')}; rows weighted by: {data.get('weight_by') or 'nothing'}"
+            + "".join(
+                f"\n  - source `{s['name']}`: {s['path']} ({s['train_rows']} training, {s['val_rows']} validation rows, weight {s['weight']})"
+                for s in data["sources"]
+            )
+        )
     return line
 
 
@@ -149,6 +168,8 @@ class ExportBest(Callback):
         saver = trainer.checkpoint_callback
         path = (saver.best_model_path or saver.last_model_path) if saver is not None else ""
         if not path:
-            raise LightningMetricsError(f"ExportBest({self.out}): no checkpoint was saved; add a ModelCheckpoint callback")
+            raise LightningMetricsError(
+                f"ExportBest({self.out}): no checkpoint was saved; add a ModelCheckpoint callback"
+            )
         folder = export_checkpoint(path, self.out, force=self.force)
         print(f"exported {Path(path).name} -> {folder}")

@@ -68,7 +68,9 @@ def dtype_of(precision: str) -> torch.dtype:
     return torch.bfloat16 if precision == "bf16" else torch.float32
 
 
-def batch_limits(device: str | torch.device, batch_size: int | None = None, batch_tokens: int | None = None) -> tuple[int, int | None]:
+def batch_limits(
+    device: str | torch.device, batch_size: int | None = None, batch_tokens: int | None = None
+) -> tuple[int, int | None]:
     """``(max rows, max padded tokens)`` per encoder batch on ``device`` (see the module docstring)."""
     if batch_size is not None and int(batch_size) < 1:
         raise LightningMetricsError(f"batch_size must be at least 1, got {batch_size}")
@@ -77,7 +79,9 @@ def batch_limits(device: str | torch.device, batch_size: int | None = None, batc
     return int(batch_size or CPU_BATCH_ROWS), (int(batch_tokens) if batch_tokens else None)
 
 
-def length_batches(lengths: Sequence[int], max_rows: int, max_tokens: int | None = None, longest_first: bool = False) -> list[np.ndarray]:
+def length_batches(
+    lengths: Sequence[int], max_rows: int, max_tokens: int | None = None, longest_first: bool = False
+) -> list[np.ndarray]:
     """Indices of ``lengths`` sorted by length (stable), cut into batches of at most ``max_rows``
     rows whose row count times their longest length stays within ``max_tokens`` (a longer single
     row still makes a batch of its own)."""

@@ -145,7 +145,12 @@ def score_from_statistics(kind: str, summed, **settings) -> float:
 
 def _corpus_metric(kind: str, **settings):
     if kind == "bleu":
-        return _bleu(settings.get("tokenize", "13a"), settings.get("smooth_method", "exp"), False, settings.get("lowercase", False))
+        return _bleu(
+            settings.get("tokenize", "13a"),
+            settings.get("smooth_method", "exp"),
+            False,
+            settings.get("lowercase", False),
+        )
     if kind == "chrf":
         return _chrf(settings.get("word_order", 0), settings.get("lowercase", False))
     raise ValueError(f"no corpus statistics for {kind!r}")

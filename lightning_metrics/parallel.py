@@ -20,7 +20,9 @@ def default_num_proc() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def map_chunks(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], num_proc: int = 1, min_chunk: int = 2000) -> list[R]:
+def map_chunks(
+    fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], num_proc: int = 1, min_chunk: int = 2000
+) -> list[R]:
     """``fn(items)`` computed in ``num_proc`` processes on contiguous chunks, results in input order.
 
     ``fn`` takes a list and returns one result per item; it must be a module-level function.

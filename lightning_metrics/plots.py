@@ -32,8 +32,14 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def scatter_plots(scores: dict[str, Sequence[float]], human: Sequence[float], groups: Sequence[str] | None, out: str | Path,
-                  max_points: int = 4000, seed: int = 0) -> list[Path]:
+def scatter_plots(
+    scores: dict[str, Sequence[float]],
+    human: Sequence[float],
+    groups: Sequence[str] | None,
+    out: str | Path,
+    max_points: int = 4000,
+    seed: int = 0,
+) -> list[Path]:
     """One PNG per group (e.g. language pair): a panel per metric, metric score against human score."""
     plt = _pyplot()
     h = np.asarray(human, dtype=float)
@@ -58,7 +64,9 @@ def scatter_plots(scores: dict[str, Sequence[float]], human: Sequence[float], gr
     return paths
 
 
-def kendall_bars(table: dict[str, dict[str, tuple[float, float, float]]], out: str | Path, title: str = "Segment Kendall tau") -> Path:
+def kendall_bars(
+    table: dict[str, dict[str, tuple[float, float, float]]], out: str | Path, title: str = "Segment Kendall tau"
+) -> Path:
     """Grouped bars: ``table[metric][group] = (tau, ci_low, ci_high)``; error bars show the CI."""
     plt = _pyplot()
     metrics = list(table)
@@ -71,7 +79,9 @@ def kendall_bars(table: dict[str, dict[str, tuple[float, float, float]]], out: s
         tau = np.array([v[0] for v in vals])
         xs = x + (i - (len(metrics) - 1) / 2) * width
         ax.bar(xs, tau, width, label=metric)
-        has_ci = np.array([math.isfinite(v[1]) and math.isfinite(v[2]) for v in vals])  # no whisker where no CI (e.g. avg)
+        has_ci = np.array(
+            [math.isfinite(v[1]) and math.isfinite(v[2]) for v in vals]
+        )  # no whisker where no CI (e.g. avg)
         if has_ci.any():
             low = np.array([v[0] - v[1] for v in vals])[has_ci]
             high = np.array([v[2] - v[0] for v in vals])[has_ci]
@@ -111,9 +121,11 @@ def training_curves(run_dir: str | Path, out: str | Path | None = None) -> list[
     paths = []
     for file in files:
         series = read_metrics_csv(file)
-        panels = [("loss", [k for k in series if "loss" in k or k.startswith("train_mse")]),
-                  ("validation", [k for k in series if k.startswith("val_")]),
-                  ("learning rate", [k for k in series if k.startswith("lr")])]
+        panels = [
+            ("loss", [k for k in series if "loss" in k or k.startswith("train_mse")]),
+            ("validation", [k for k in series if k.startswith("val_")]),
+            ("learning rate", [k for k in series if k.startswith("lr")]),
+        ]
         panels = [(t, ks) for t, ks in panels if ks]
         if not panels:
             continue
@@ -126,7 +138,9 @@ def training_curves(run_dir: str | Path, out: str | Path | None = None) -> list[
             ax.set_xlabel("step")
             ax.legend(fontsize=7)
         fig.suptitle(str(file.parent.relative_to(run_dir)) if file.parent != Path(run_dir) else Path(run_dir).name)
-        target = Path(out or file.parent) / ("curves.png" if out is None else f"curves_{'_'.join(file.parent.relative_to(run_dir).parts) or 'run'}.png")
+        target = Path(out or file.parent) / (
+            "curves.png" if out is None else f"curves_{'_'.join(file.parent.relative_to(run_dir).parts) or 'run'}.png"
+        )
         paths.append(_save(fig, target))
         plt.close(fig)
     return paths

@@ -55,12 +55,25 @@ def _trainer(root: Path, **kwargs):
     from lightning_metrics.inference import training_precision
     from lightning_metrics.resume import AtomicCheckpointIO
 
-    return pl.Trainer(default_root_dir=root, logger=pl.loggers.CSVLogger(root, name="logs"), precision=training_precision(bf16_on_cpu=True),
-                      plugins=[AtomicCheckpointIO()], num_sanity_val_steps=0, gradient_clip_val=1.0, enable_model_summary=False, **kwargs)
+    return pl.Trainer(
+        default_root_dir=root,
+        logger=pl.loggers.CSVLogger(root, name="logs"),
+        precision=training_precision(bf16_on_cpu=True),
+        plugins=[AtomicCheckpointIO()],
+        num_sanity_val_steps=0,
+        gradient_clip_val=1.0,
+        enable_model_summary=False,
+        **kwargs,
+    )
 
 
-def run(out: str = "runs/quickstart", checkpoints: str = "checkpoints", ratings: Optional[str] = None,
-        settings: Optional[QuickstartSettings] = None, seed: int = 0) -> dict:
+def run(
+    out: str = "runs/quickstart",
+    checkpoints: str = "checkpoints",
+    ratings: Optional[str] = None,
+    settings: Optional[QuickstartSettings] = None,
+    seed: int = 0,
+) -> dict:
     """The quickstart; returns the exported folders and timings."""
     from lightning_metrics.export import export_checkpoint
 
@@ -92,7 +105,9 @@ def run(out: str = "runs/quickstart", checkpoints: str = "checkpoints", ratings:
         times["finetune + evaluate"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - started
     print("wall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
-    print(f'\nLoad it in Python:  from lightning_metrics import load_metric; load_metric("{folder}").score(mt=[...], ref=[...])')
+    print(
+        f'\nLoad it in Python:  from lightning_metrics import load_metric; load_metric("{folder}").score(mt=[...], ref=[...])'
+    )
     return {**result, "times": times}
 
 
@@ -102,7 +117,9 @@ def generate_pairs(root: Path, s: QuickstartSettings, seed: int) -> int:
     from data_gen.wordnet import example_sentences
 
     print(f"[1/5] generate: {s.sentences} WordNet example sentences x {s.pairs_per_sentence} perturbations", flush=True)
-    columns = generate(example_sentences()[: s.sentences], Recipe(), s.pairs_per_sentence, seed, num_proc=s.num_proc, progress=True)
+    columns = generate(
+        example_sentences()[: s.sentences], Recipe(), s.pairs_per_sentence, seed, num_proc=s.num_proc, progress=True
+    )
     write_dataset(columns, root / "synthetic", (0, 1), {"seed": seed})
     return len(columns["mt"])
 
@@ -115,12 +132,22 @@ def pretrain(root: Path, n_pairs: int, s: QuickstartSettings, seed: int) -> str:
     from lightning_metrics.inference import training_precision
     from lightning_metrics.models import BleurtRegressor
 
-    print(f"[2/5] pre-train a BLEURT-style metric on {n_pairs} pairs ({training_precision(bf16_on_cpu=True)})", flush=True)
+    print(
+        f"[2/5] pre-train a BLEURT-style metric on {n_pairs} pairs ({training_precision(bf16_on_cpu=True)})", flush=True
+    )
     pl.seed_everything(seed)
     dm = PretrainDataModule(data=str(root / "synthetic"), batch_size=s.batch_size, max_length=s.max_length, seed=seed)
-    model = BleurtRegressor(targets=list(PRETRAIN_TARGETS), loss_weights={"score": 2.0}, lr_encoder=s.lr_encoder, lr_head=s.lr_head,
-                            keep_embeddings_frozen=True, nr_frozen_epochs=0.1)
-    saver = pl.callbacks.ModelCheckpoint(dirpath=root / "ckpt", filename="pretrain", save_last=False, save_top_k=1, monitor="val_kendall", mode="max")
+    model = BleurtRegressor(
+        targets=list(PRETRAIN_TARGETS),
+        loss_weights={"score": 2.0},
+        lr_encoder=s.lr_encoder,
+        lr_head=s.lr_head,
+        keep_embeddings_frozen=True,
+        nr_frozen_epochs=0.1,
+    )
+    saver = pl.callbacks.ModelCheckpoint(
+        dirpath=root / "ckpt", filename="pretrain", save_last=False, save_top_k=1, monitor="val_kendall", mode="max"
+    )
     _trainer(root / "pretrain", max_epochs=s.pretrain_epochs, callbacks=[saver]).fit(model, dm)
     return saver.best_model_path
 
@@ -133,7 +160,17 @@ def probe_metric(folder: str, s: QuickstartSettings, seed: int) -> None:
 
     print("[5/5] probe the new metric", flush=True)
     metric = load_metric(folder)
-    print(format_probe(probe(lambda mt, ref: metric.score(mt=mt, ref=ref).scores, example_sentences(), n_sentences=s.probe_sentences, seed=seed), folder))
+    print(
+        format_probe(
+            probe(
+                lambda mt, ref: metric.score(mt=mt, ref=ref).scores,
+                example_sentences(),
+                n_sentences=s.probe_sentences,
+                seed=seed,
+            ),
+            folder,
+        )
+    )
 
 
 def example_table(folder: str) -> str:
@@ -162,7 +199,14 @@ def examples_evaluation(folder: str, root: Path, seed: int) -> str:
 
     example = root / "example_ratings.csv"
     example.write_bytes(resources.files("lightning_metrics.resources").joinpath("example_ratings.csv").read_bytes())
-    ev = evaluate(read_ratings(example), [folder, "bleu", "chrf", "bertscore"], group=None, bootstrap=200, seed=seed, source=str(example))
+    ev = evaluate(
+        read_ratings(example),
+        [folder, "bleu", "chrf", "bertscore"],
+        group=None,
+        bootstrap=200,
+        seed=seed,
+        source=str(example),
+    )
     return f"\n{example} (24 translations rated by this project):\n{format_table(ev)}"
 
 
@@ -178,15 +222,26 @@ def finetune(ratings: str, pretrained: str, root: Path, checkpoints: Path, s: Qu
     print(f"[+] fine-tune on {ratings} for {s.finetune_steps} steps (document split, 10% dev)", flush=True)
     pl.seed_everything(seed)
     dm = RatingsDataModule(train=ratings, val_fraction=0.1, batch_size=s.batch_size, max_length=s.max_length, seed=seed)
-    model = BleurtRegressor(init_from=pretrained, lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.05, keep_embeddings_frozen=True)
+    model = BleurtRegressor(
+        init_from=pretrained, lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.05, keep_embeddings_frozen=True
+    )
     saver = pl.callbacks.ModelCheckpoint(dirpath=root / "ckpt", filename="finetuned", save_top_k=0, save_last=False)
-    trainer = _trainer(root / "finetune", max_epochs=1, limit_train_batches=s.finetune_steps, limit_val_batches=0, callbacks=[saver])
+    trainer = _trainer(
+        root / "finetune", max_epochs=1, limit_train_batches=s.finetune_steps, limit_val_batches=0, callbacks=[saver]
+    )
     trainer.fit(model, dm)
     trainer.save_checkpoint(root / "ckpt" / "finetuned.ckpt")
     folder = export_checkpoint(root / "ckpt" / "finetuned.ckpt", checkpoints / "quickstart-finetuned", force=True)
     dev = {k: v for k, v in dm.val_rows.items()}
     group = "lp" if "lp" in dev else None
-    ev = evaluate(dev, [str(folder), "bleu", "chrf", "bertscore"], group=group, bootstrap=200, seed=seed, source=ratings,
-                  num_proc=os.cpu_count() or 1)
+    ev = evaluate(
+        dev,
+        [str(folder), "bleu", "chrf", "bertscore"],
+        group=group,
+        bootstrap=200,
+        seed=seed,
+        source=ratings,
+        num_proc=os.cpu_count() or 1,
+    )
     print(f"\nHeld-out documents of {ratings} ({len(dev['mt'])} rows):\n{format_table(ev)}")
     return folder

@@ -55,14 +55,22 @@ def group_table(table: dict[str, list], path: str) -> tuple[list[list[str]], lis
     first = next(iter(counts.values()))
     for key, rows in order.items():
         if counts[key] != first:
-            raise InputError(path, f"source_id {key!r} has {counts[key]} candidates, the first source has {first}", row=rows[0] + 2)
+            raise InputError(
+                path, f"source_id {key!r} has {counts[key]} candidates, the first source has {first}", row=rows[0] + 2
+            )
     groups = [[table["mt"][i] for i in rows] for rows in order.values()]
     pick = lambda column: [table[column][rows[0]] for rows in order.values()] if column in table else None  # noqa: E731
     return groups, pick("src"), pick("ref")
 
 
-def rerank(metric: Metric, candidates: list[list[str]], src: list[str] | None = None, ref: list[str] | None = None,
-           mode: str | None = None, **score_options) -> list[Choice]:
+def rerank(
+    metric: Metric,
+    candidates: list[list[str]],
+    src: list[str] | None = None,
+    ref: list[str] | None = None,
+    mode: str | None = None,
+    **score_options,
+) -> list[Choice]:
     """The best candidate per source under ``mode`` (default: ``qe`` for reference-free metrics,
     ``ref`` when references are given, else ``mbr``)."""
     mode = mode or ("qe" if not metric.needs_ref else "ref" if ref is not None else "mbr")
@@ -72,7 +80,9 @@ def rerank(metric: Metric, candidates: list[list[str]], src: list[str] | None = 
         if values is not None and len(values) != len(candidates):
             raise LightningMetricsError(f"{len(candidates)} sources of candidates but {len(values)} {name}")
     if mode == "qe" and metric.needs_ref:
-        raise LightningMetricsError(f"{metric.name} reads references: use --mode mbr (candidates as pseudo-references) or give -r")
+        raise LightningMetricsError(
+            f"{metric.name} reads references: use --mode mbr (candidates as pseudo-references) or give -r"
+        )
     if metric.needs_src and src is None:
         raise LightningMetricsError(f"{metric.name} reads sources: give -s SOURCE_FILE")
     if mode == "ref" and ref is None:
@@ -82,7 +92,11 @@ def rerank(metric: Metric, candidates: list[list[str]], src: list[str] | None = 
     owner, mt, refs = [], [], []
     for s, group in enumerate(candidates):
         for i, hyp in enumerate(group):
-            pseudo = [group[j] for j in range(len(group)) if j != i] if mode == "mbr" else [ref[s] if mode == "ref" else None]
+            pseudo = (
+                [group[j] for j in range(len(group)) if j != i]
+                if mode == "mbr"
+                else [ref[s] if mode == "ref" else None]
+            )
             for r in pseudo:
                 owner.append((s, i))
                 mt.append(hyp)

@@ -54,7 +54,9 @@ class SignalSpec:
 
     def key(self) -> str:
         spec = self.resolved()
-        text = json.dumps({"names": list(spec.names), "encoder": str(spec.encoder), "layer": spec.layer}, sort_keys=True)
+        text = json.dumps(
+            {"names": list(spec.names), "encoder": str(spec.encoder), "layer": spec.layer}, sort_keys=True
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -73,8 +75,15 @@ def _pair_key(mt: str, ref: str) -> str:
     return hashlib.sha1(f"{mt}\x00{ref}".encode("utf-8")).hexdigest()[:24]
 
 
-def compute_signals(spec: SignalSpec, mt: Sequence[str], ref: Sequence[str], cache_dir: str | os.PathLike | None = None,
-                    num_proc: int = 1, device: str = "cpu", progress: bool | None = None) -> np.ndarray:
+def compute_signals(
+    spec: SignalSpec,
+    mt: Sequence[str],
+    ref: Sequence[str],
+    cache_dir: str | os.PathLike | None = None,
+    num_proc: int = 1,
+    device: str = "cpu",
+    progress: bool | None = None,
+) -> np.ndarray:
     """``[len(mt), len(spec.names)]`` signal values, each distinct pair computed once (see the module docstring)."""
     if len(mt) != len(ref):
         raise LightningMetricsError(f"inputs differ in length: {len(mt)} mt, {len(ref)} ref")
@@ -98,8 +107,14 @@ def compute_signals(spec: SignalSpec, mt: Sequence[str], ref: Sequence[str], cac
     return np.stack([known[k] for k in keys]) if keys else np.zeros((0, len(spec.names)))
 
 
-def signal_values(spec: SignalSpec, mt: list[str], ref: list[str], num_proc: int = 1, device: str = "cpu",
-                  progress: bool | None = None) -> dict[str, list[float]]:
+def signal_values(
+    spec: SignalSpec,
+    mt: list[str],
+    ref: list[str],
+    num_proc: int = 1,
+    device: str = "cpu",
+    progress: bool | None = None,
+) -> dict[str, list[float]]:
     """Each signal of ``spec`` per pair, from :mod:`~lightning_metrics.lexical` and
     :mod:`~lightning_metrics.bertscore` with the built-in metrics' default settings; each family
     (ROUGE-1/2/L, BERTScore P/R/F) is computed once."""

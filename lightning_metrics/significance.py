@@ -50,8 +50,14 @@ def resample_indices(n_segments: int, n_resamples: int, seed: int) -> np.ndarray
     return np.random.default_rng(seed).choice(n_segments, size=(n_resamples, n_segments), replace=True)
 
 
-def compare_systems(metric: Metric, results: dict[str, ScoreResult], columns: dict[str, dict[str, list[str]]],
-                    n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> list[PairComparison]:
+def compare_systems(
+    metric: Metric,
+    results: dict[str, ScoreResult],
+    columns: dict[str, dict[str, list[str]]],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> list[PairComparison]:
     """Every pair of ``results`` (system -> its scores, in input order), tested both ways above.
 
     ``columns`` holds each system's inputs (as :meth:`Metric.columns` gives them), which BLEU and
@@ -64,7 +70,9 @@ def compare_systems(metric: Metric, results: dict[str, ScoreResult], columns: di
         raise LightningMetricsError("compare needs at least two systems")
     lengths = {len(results[n].scores) for n in names}
     if len(lengths) != 1:
-        raise LightningMetricsError("systems differ in segment count: " + ", ".join(f"{n} {len(results[n].scores)}" for n in names))
+        raise LightningMetricsError(
+            "systems differ in segment count: " + ", ".join(f"{n} {len(results[n].scores)}" for n in names)
+        )
     idx = resample_indices(lengths.pop(), n_resamples, seed)
     resampled = {n: metric.resampled_system_scores(results[n].scores, columns[n], idx) for n in names}
     out = []
@@ -76,22 +84,46 @@ def compare_systems(metric: Metric, results: dict[str, ScoreResult], columns: di
         seg_a, seg_b = np.asarray(results[a].scores), np.asarray(results[b].scores)
         p_t = float(stats.ttest_rel(seg_b, seg_a).pvalue) if np.any(seg_a != seg_b) else 1.0
         winner = (b if score_b > score_a else a) if p_boot < alpha and score_a != score_b else "tie"
-        out.append(PairComparison(a, b, float(score_a), float(score_b), float(score_b - score_a), float(np.percentile(delta, 2.5)),
-                                  float(np.percentile(delta, 97.5)), float(p_boot), p_t, winner))
+        out.append(
+            PairComparison(
+                a,
+                b,
+                float(score_a),
+                float(score_b),
+                float(score_b - score_a),
+                float(np.percentile(delta, 2.5)),
+                float(np.percentile(delta, 97.5)),
+                float(p_boot),
+                p_t,
+                winner,
+            )
+        )
     return out
 
 
-def format_comparisons(pairs: list[PairComparison], results: dict[str, ScoreResult], n_resamples: int, seed: int, alpha: float) -> str:
+def format_comparisons(
+    pairs: list[PairComparison], results: dict[str, ScoreResult], n_resamples: int, seed: int, alpha: float
+) -> str:
     """The table ``compare`` prints: system scores, then one line per pair."""
     width = max(12, *(len(n) for n in results))
-    lines = [f"{'system':<{width}}  {'score':>10}"] + [f"{n:<{width}}  {r.system_score:>10.4f}" for n, r in results.items()]
-    lines += ["", f"{'A':<{width}}  {'B':<{width}}  {'B - A':>9}  {'95% CI':>21}  {'p (bootstrap)':>13}  {'p (t-test)':>10}  winner",
-              "-" * (2 * width + 75)]
+    lines = [f"{'system':<{width}}  {'score':>10}"] + [
+        f"{n:<{width}}  {r.system_score:>10.4f}" for n, r in results.items()
+    ]
+    lines += [
+        "",
+        f"{'A':<{width}}  {'B':<{width}}  {'B - A':>9}  {'95% CI':>21}  {'p (bootstrap)':>13}  {'p (t-test)':>10}  winner",
+        "-" * (2 * width + 75),
+    ]
     for p in pairs:
         ci = f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]"
-        lines.append(f"{p.system_a:<{width}}  {p.system_b:<{width}}  {p.delta:>+9.4f}  {ci:>21}  {_p(p.p_bootstrap):>13}  {_p(p.p_ttest):>10}  {p.winner}")
-    lines += ["", f"paired bootstrap: {n_resamples} resamples, seed {seed}; winner at alpha {alpha} (bootstrap p); "
-              f"signature: {next(iter(results.values())).signature}"]
+        lines.append(
+            f"{p.system_a:<{width}}  {p.system_b:<{width}}  {p.delta:>+9.4f}  {ci:>21}  {_p(p.p_bootstrap):>13}  {_p(p.p_ttest):>10}  {p.winner}"
+        )
+    lines += [
+        "",
+        f"paired bootstrap: {n_resamples} resamples, seed {seed}; winner at alpha {alpha} (bootstrap p); "
+        f"signature: {next(iter(results.values())).signature}",
+    ]
     return "\n".join(lines)
 
 

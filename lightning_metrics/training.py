@@ -26,7 +26,6 @@ from lightning_metrics.inference import native_cpu_bf16, training_precision
 from lightning_metrics.models.base import MetricModel
 from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
 
-
 TRAINER_DEFAULTS = Path(__file__).parent / "resources" / "trainer.yaml"
 LINKED = ("encoder", "targets", "signals", "signal_encoder", "signal_layer")  # model.init_args.X -> data.init_args.X
 LAYOUT = {"input_format": "input_format", "train_fields": "text_fields"}  # the built model's X -> data.init_args.Y
@@ -57,7 +56,9 @@ class MetricsCLI(LightningCLI):
             model = self.config[subcommand].get("model")
             args = model.get("init_args") if model is not None else None
             args = args.as_dict() if hasattr(args, "as_dict") else dict(args or {})
-            check_resume_checkpoint(str(ckpt_path), model.class_path if subcommand == "fit" else None, args if subcommand == "fit" else {})
+            check_resume_checkpoint(
+                str(ckpt_path), model.class_path if subcommand == "fit" else None, args if subcommand == "fit" else {}
+            )
         super()._parse_ckpt_path()
 
     def before_instantiate_classes(self) -> None:
@@ -94,17 +95,25 @@ def _warn_slow_cpu_bf16(trainer) -> None:
     if on_cpu and precision.startswith("bf16") and not native_cpu_bf16():
         import warnings
 
-        warnings.warn(f"trainer.precision {precision} on a CPU without native bf16 (no AVX512-BF16 or AMX) is emulated and much "
-                      "slower than 32-true (16x for a MiniLM step measured here); leave trainer.precision null for the "
-                      "right default", stacklevel=2)
+        warnings.warn(
+            f"trainer.precision {precision} on a CPU without native bf16 (no AVX512-BF16 or AMX) is emulated and much "
+            "slower than 32-true (16x for a MiniLM step measured here); leave trainer.precision null for the "
+            "right default",
+            stacklevel=2,
+        )
 
 
 def run_lightning(argv: list[str] | None) -> int:
     """Run a LightningCLI subcommand (``fit``, ``validate``, ``test``); ``argv=None`` reads ``sys.argv``."""
     defaults = {"default_config_files": [str(TRAINER_DEFAULTS)]}
     MetricsCLI(
-        MetricModel, MetricDataModule, subclass_mode_model=True, subclass_mode_data=True,
-        args=argv, save_config_kwargs={"overwrite": True}, seed_everything_default=0,
+        MetricModel,
+        MetricDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        args=argv,
+        save_config_kwargs={"overwrite": True},
+        seed_everything_default=0,
         parser_kwargs={"fit": defaults, "validate": defaults, "test": defaults},
     )
     return 0

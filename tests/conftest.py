@@ -33,8 +33,9 @@ TINY_CORPUS = [
 ]
 
 
-def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 0, hidden: int = 32, layers: int = 2,
-                       dropout: float = 0.1) -> Path:
+def build_tiny_encoder(
+    path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 0, hidden: int = 32, layers: int = 2, dropout: float = 0.1
+) -> Path:
     """Write a random BERT (``layers`` x ``hidden``, BERT's ``dropout`` on hidden states and attention)
     and a WordPiece tokenizer built from ``corpus`` (same files every run)."""
     import torch
@@ -50,22 +51,38 @@ def build_tiny_encoder(path: Path, corpus: list[str] = TINY_CORPUS, seed: int = 
     normalizer, pre = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
     words = sorted({w for line in corpus for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(line))})
     chars = sorted(set("".join(words)) | set("abcdefghijklmnopqrstuvwxyz0123456789.,;:!?'\"()-"))
-    pieces = Counter((w[i : i + n] if i == 0 else f"##{w[i : i + n]}") for w in words for n in (2, 3) for i in range(len(w) - n + 1))
+    pieces = Counter(
+        (w[i : i + n] if i == 0 else f"##{w[i : i + n]}") for w in words for n in (2, 3) for i in range(len(w) - n + 1)
+    )
     frequent = [p for p, _ in sorted(pieces.items(), key=lambda kv: (-kv[1], kv[0]))[:300]]
     vocab = list(dict.fromkeys([*special, *chars, *(f"##{c}" for c in chars), *words, *frequent]))
     tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
     tok.normalizer, tok.pre_tokenizer = normalizer, pre
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
     )
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, model_max_length=128, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+        tokenizer_object=tok,
+        model_max_length=128,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
     )
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=tok.get_vocab_size(), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=2 * hidden, max_position_embeddings=128, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=128,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
     )
     BertModel(config).save_pretrained(path)
     fast.save_pretrained(path)
@@ -131,8 +148,17 @@ def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Pa
     from lightning_metrics.export import export_checkpoint
 
     pl.seed_everything(0)
-    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         limit_val_batches=0)
-    trainer.fit(model, RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, **model.batch_layout))
+    trainer = pl.Trainer(
+        max_steps=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+    )
+    trainer.fit(
+        model,
+        RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, **model.batch_layout),
+    )
     trainer.save_checkpoint(folder / f"{name}.ckpt")
     return export_checkpoint(folder / f"{name}.ckpt", folder / name)

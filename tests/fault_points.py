@@ -20,7 +20,6 @@ import torch
 
 from lightning_metrics.resume import AtomicCheckpointIO
 
-
 HERE = Path(__file__).resolve().parent
 
 
@@ -28,10 +27,14 @@ def run_fit(config: Path, ckpt: Path | None = None, flag: Path | None = None, ti
     """``lightning-metrics fit --config`` in its own process group (log beside the config); with
     ``flag``, SIGKILL the whole group (DDP workers too) once a fault point has touched it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-    cmd = [sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config)] + (["--ckpt_path", str(ckpt)] if ckpt else [])
+    cmd = [sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config)] + (
+        ["--ckpt_path", str(ckpt)] if ckpt else []
+    )
     log = config.with_suffix(".log")
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=HERE.parent, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=HERE.parent, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         if flag is None:
             if proc.wait(timeout=timeout) != 0:
                 raise RuntimeError(f"fit failed:\n{log.read_text()[-3000:]}")
@@ -46,15 +49,41 @@ def run_fit(config: Path, ckpt: Path | None = None, flag: Path | None = None, ti
         proc.wait()
 
 
-def kill_config(folder: Path, model: dict, data: dict, every: int, strategy: str = "single", callbacks=(), plugins=None,
-                seed: int = 0) -> Path:
+def kill_config(
+    folder: Path,
+    model: dict,
+    data: dict,
+    every: int,
+    strategy: str = "single",
+    callbacks=(),
+    plugins=None,
+    seed: int = 0,
+) -> Path:
     """A ``fit`` config (JSON, which is YAML) for kill tests: 2 epochs, validation every half epoch,
     ``last.ckpt`` every ``every`` steps in ``folder/ckpt``; ``strategy`` ``ddp`` is ddp_spawn x 2."""
-    trainer = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "val_check_interval": 0.5, "default_root_dir": str(folder),
-               "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0, "logger": False,
-               "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-                              "init_args": {"dirpath": str(folder / "ckpt"), "every_n_train_steps": every, "save_top_k": 0, "save_last": True}},
-                             *callbacks]}
+    trainer = {
+        "max_epochs": 2,
+        "accelerator": "cpu",
+        "devices": 1,
+        "val_check_interval": 0.5,
+        "default_root_dir": str(folder),
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+        "logger": False,
+        "callbacks": [
+            {
+                "class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                "init_args": {
+                    "dirpath": str(folder / "ckpt"),
+                    "every_n_train_steps": every,
+                    "save_top_k": 0,
+                    "save_last": True,
+                },
+            },
+            *callbacks,
+        ],
+    }
     if strategy == "ddp":
         trainer.update(devices=2, strategy="ddp_spawn")
     if plugins:

@@ -27,8 +27,12 @@ def export(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     data = write_csv(folder / "r.csv", da_rows[:16])
     pl.seed_everything(0)
     model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,))
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=8, **model.batch_layout)
-    trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    dm = RatingsDataModule(
+        train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=8, **model.batch_layout
+    )
+    trainer = pl.Trainer(
+        max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
+    )
     trainer.fit(model, dm)
     trainer.save_checkpoint(folder / "m.ckpt")
     return export_checkpoint(folder / "m.ckpt", folder / "clean")
@@ -50,27 +54,65 @@ def _unlist(name):
         del manifest["files"][name]
         (folder / MANIFEST).write_text(json.dumps(manifest))
         (folder / name).unlink()
+
     return damage
 
 
 # damage -> the problem the one-line error states after "error: <folder>: "
 DAMAGES = {
     "metric.json deleted": (lambda f: (f / "metric.json").unlink(), "metric.json is missing (the manifest lists it)"),
-    "weights deleted": (lambda f: (f / "model.safetensors").unlink(), "model.safetensors is missing (the manifest lists it)"),
-    "encoder config deleted": (lambda f: (f / "config.json").unlink(), "config.json is missing (the manifest lists it)"),
-    "tokenizer deleted": (lambda f: (f / "tokenizer.json").unlink(), "tokenizer.json is missing (the manifest lists it)"),
-    "tokenizer config deleted": (lambda f: (f / "tokenizer_config.json").unlink(), "tokenizer_config.json is missing (the manifest lists it)"),
+    "weights deleted": (
+        lambda f: (f / "model.safetensors").unlink(),
+        "model.safetensors is missing (the manifest lists it)",
+    ),
+    "encoder config deleted": (
+        lambda f: (f / "config.json").unlink(),
+        "config.json is missing (the manifest lists it)",
+    ),
+    "tokenizer deleted": (
+        lambda f: (f / "tokenizer.json").unlink(),
+        "tokenizer.json is missing (the manifest lists it)",
+    ),
+    "tokenizer config deleted": (
+        lambda f: (f / "tokenizer_config.json").unlink(),
+        "tokenizer_config.json is missing (the manifest lists it)",
+    ),
     "model card deleted": (lambda f: (f / "README.md").unlink(), "README.md is missing (the manifest lists it)"),
-    "manifest deleted": (lambda f: (f / MANIFEST).unlink(), "manifest.json is missing, so the folder cannot be verified (format version 2 writes one)"),
-    "weights truncated": (lambda f: _truncate(f / "model.safetensors"), "model.safetensors is damaged: {size} bytes, the manifest says {full} (truncated or altered)"),
-    "tokenizer truncated": (lambda f: _truncate(f / "tokenizer.json"), "tokenizer.json is damaged: {size} bytes, the manifest says {full} (truncated or altered)"),
-    "weights altered": (lambda f: _flip_byte(f / "model.safetensors"), "model.safetensors is damaged: its sha256 differs from the manifest (altered)"),
-    "encoder config altered": (lambda f: (f / "config.json").write_text((f / "config.json").read_text().replace('"hidden_size": 32', '"hidden_size": 64')),
-                               "config.json is damaged: its sha256 differs from the manifest (altered)"),
-    "metadata altered": (lambda f: _flip_byte(f / "metric.json"), "metric.json is damaged: its sha256 differs from the manifest (altered)"),
+    "manifest deleted": (
+        lambda f: (f / MANIFEST).unlink(),
+        "manifest.json is missing, so the folder cannot be verified (format version 2 writes one)",
+    ),
+    "weights truncated": (
+        lambda f: _truncate(f / "model.safetensors"),
+        "model.safetensors is damaged: {size} bytes, the manifest says {full} (truncated or altered)",
+    ),
+    "tokenizer truncated": (
+        lambda f: _truncate(f / "tokenizer.json"),
+        "tokenizer.json is damaged: {size} bytes, the manifest says {full} (truncated or altered)",
+    ),
+    "weights altered": (
+        lambda f: _flip_byte(f / "model.safetensors"),
+        "model.safetensors is damaged: its sha256 differs from the manifest (altered)",
+    ),
+    "encoder config altered": (
+        lambda f: (f / "config.json").write_text(
+            (f / "config.json").read_text().replace('"hidden_size": 32', '"hidden_size": 64')
+        ),
+        "config.json is damaged: its sha256 differs from the manifest (altered)",
+    ),
+    "metadata altered": (
+        lambda f: _flip_byte(f / "metric.json"),
+        "metric.json is damaged: its sha256 differs from the manifest (altered)",
+    ),
     "manifest not JSON": (lambda f: _truncate(f / MANIFEST), "manifest.json is not readable JSON ({detail})"),
-    "manifest entry and file removed": (_unlist("tokenizer.json"), "tokenizer.json is required by metric.json but not listed in manifest.json"),
-    "every file removed": (lambda f: [p.unlink() for p in f.iterdir()], "not an exported metric folder (no metric.json and no manifest.json)"),
+    "manifest entry and file removed": (
+        _unlist("tokenizer.json"),
+        "tokenizer.json is required by metric.json but not listed in manifest.json",
+    ),
+    "every file removed": (
+        lambda f: [p.unlink() for p in f.iterdir()],
+        "not an exported metric folder (no metric.json and no manifest.json)",
+    ),
 }
 
 
@@ -85,7 +127,19 @@ def test_damaged_export_is_one_line_naming_folder_and_file(export, tmp_path, cap
     size = (folder / name).stat().st_size if name and (folder / name).exists() else 0
     for name_ in ("hyp", "ref", "src"):
         (tmp_path / f"{name_}.txt").write_text({"hyp": MT, "ref": REF, "src": SRC}[name_][0] + "\n")
-    code = main(["score", "--model", str(folder), "-t", str(tmp_path / "hyp.txt"), "-r", str(tmp_path / "ref.txt"), "-s", str(tmp_path / "src.txt")])
+    code = main(
+        [
+            "score",
+            "--model",
+            str(folder),
+            "-t",
+            str(tmp_path / "hyp.txt"),
+            "-r",
+            str(tmp_path / "ref.txt"),
+            "-s",
+            str(tmp_path / "src.txt"),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 2 and "Segment" not in captured.out
     lines = captured.err.strip().splitlines()
@@ -104,10 +158,29 @@ def test_a_damaged_export_fails_in_a_fresh_process_without_traceback(export, tmp
     shutil.copytree(export, folder)
     _flip_byte(folder / "model.safetensors")
     (tmp_path / "h.txt").write_text("a b\n")
-    proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", "score", "--model", str(folder), "-t", str(tmp_path / "h.txt"),
-                           "-r", str(tmp_path / "h.txt"), "-s", str(tmp_path / "h.txt")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lightning_metrics.cli",
+            "score",
+            "--model",
+            str(folder),
+            "-t",
+            str(tmp_path / "h.txt"),
+            "-r",
+            str(tmp_path / "h.txt"),
+            "-s",
+            str(tmp_path / "h.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip().splitlines() == [f"error: {folder}: model.safetensors is damaged: its sha256 differs from the manifest (altered)"]
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {folder}: model.safetensors is damaged: its sha256 differs from the manifest (altered)"
+    ]
 
 
 def test_init_from_reads_through_the_same_checks(export, tmp_path, tiny_encoder):

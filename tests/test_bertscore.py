@@ -39,7 +39,9 @@ def test_special_tokens_can_match_but_do_not_count():
 
 
 def _theirs(folder, layer, cands, refs, idf):
-    scorer = bert_score.BERTScorer(model_type=str(folder), num_layers=layer, idf=idf, idf_sents=refs if idf else None, lang="en", batch_size=32)
+    scorer = bert_score.BERTScorer(
+        model_type=str(folder), num_layers=layer, idf=idf, idf_sents=refs if idf else None, lang="en", batch_size=32
+    )
     return [t.numpy() for t in scorer.score(cands, refs)]
 
 
@@ -108,7 +110,19 @@ def test_baseline_is_seeded_and_rescales(tiny_encoder, tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(c for pair in HAND for c in pair) + "\n", encoding="utf-8")
     out = tmp_path / "baseline.json"
-    args = ["bertscore-baseline", "--model", str(tiny_encoder), "--layer", "2", "--corpus", str(corpus), "--out", str(out), "--n-pairs", "50"]
+    args = [
+        "bertscore-baseline",
+        "--model",
+        str(tiny_encoder),
+        "--layer",
+        "2",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--n-pairs",
+        "50",
+    ]
     assert main(args) == 0
     first = json.loads(out.read_text())
     assert main(args) == 0
@@ -125,10 +139,27 @@ def test_baseline_is_seeded_and_rescales(tiny_encoder, tmp_path, capsys):
 
 def test_evaluate_bertscore_rows(tiny_encoder, tmp_path, capsys):
     data = tmp_path / "r.csv"
-    rows = ["mt,ref,score,lp"] + [f'"{c}","{r}",{i / 3},{"a-b" if i % 2 else "c-d"}' for i, (c, r) in enumerate(HAND * 2)]
+    rows = ["mt,ref,score,lp"] + [
+        f'"{c}","{r}",{i / 3},{"a-b" if i % 2 else "c-d"}' for i, (c, r) in enumerate(HAND * 2)
+    ]
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    args = ["evaluate", "--data", str(data), "--metrics", "chrf", "bertscore", "bertscore_p", "--group", "lp",
-            "--bootstrap", "0", "--bertscore-model", str(tiny_encoder), "--bertscore-layer", "1"]
+    args = [
+        "evaluate",
+        "--data",
+        str(data),
+        "--metrics",
+        "chrf",
+        "bertscore",
+        "bertscore_p",
+        "--group",
+        "lp",
+        "--bootstrap",
+        "0",
+        "--bertscore-model",
+        str(tiny_encoder),
+        "--bertscore-layer",
+        "1",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     for metric, group in (("chrf", "a-b"), ("bertscore", "a-b"), ("bertscore_p", "c-d")):
@@ -140,5 +171,18 @@ def test_bad_layer_and_unknown_model(tiny_encoder, tmp_path, capsys):
         BERTScorer(tiny_encoder, layer=9)
     corpus = tmp_path / "c.txt"
     corpus.write_text("a b\nc d\n", encoding="utf-8")
-    assert main(["bertscore-baseline", "--model", str(tmp_path / "none"), "--corpus", str(corpus), "--out", str(tmp_path / "b.json")]) == 2
+    assert (
+        main(
+            [
+                "bertscore-baseline",
+                "--model",
+                str(tmp_path / "none"),
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "b.json"),
+            ]
+        )
+        == 2
+    )
     assert "not found; tried: local folder" in capsys.readouterr().err

@@ -15,7 +15,25 @@ from lightning_metrics.cli import main
 def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, capsys, write_csv):
     data = write_csv(tmp_path / "da.csv", da_rows)
     out = tmp_path / "out.json"
-    assert main(["evaluate", "--data", str(data), "--metrics", "bleu", "chrf", "--group", "lp", "--bootstrap", "20", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(data),
+                "--metrics",
+                "bleu",
+                "chrf",
+                "--group",
+                "lp",
+                "--bootstrap",
+                "20",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert table.splitlines()[0].split() == ["metric", "lp", "seg_kendall", "seg_pearson", "sys_pearson", "n", "n_sys"]
     result = json.loads(out.read_text())["metrics"]
@@ -67,7 +85,9 @@ def test_column_flags_and_config_file(tmp_path, capsys):
     path = tmp_path / "r.csv"
     path.write_text("hyp,reference,human\na b,a b,1\nc d,c e,0.5\nd e,x y,0.1\n", encoding="utf-8")
     config = tmp_path / "eval.yaml"
-    config.write_text(f"data: {path}\nmetrics: [bleu]\nbootstrap: 0\nmt_col: hyp\nref_col: reference\nscore_col: human\n")
+    config.write_text(
+        f"data: {path}\nmetrics: [bleu]\nbootstrap: 0\nmt_col: hyp\nref_col: reference\nscore_col: human\n"
+    )
     assert main(["evaluate", "--config", str(config)]) == 0
     assert "bleu    all" in capsys.readouterr().out
 
@@ -76,8 +96,21 @@ def test_console_script_quickstart(tmp_path):
     """The whole quickstart (generate, pre-train, export, score, probe) on tiny budgets; the export loads in a fresh process."""
     budgets = ["--sentences", "40", "--pairs-per-sentence", "2", "--probe-sentences", "8", "--num-proc", "1"]
     proc = subprocess.run(
-        [sys.executable, "-m", "lightning_metrics.cli", "quickstart", "--out", str(tmp_path / "qs"), "--checkpoints", str(tmp_path / "ck"), *budgets],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "lightning_metrics.cli",
+            "quickstart",
+            "--out",
+            str(tmp_path / "qs"),
+            "--checkpoints",
+            str(tmp_path / "ck"),
+            *budgets,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -89,17 +122,22 @@ def test_console_script_quickstart(tmp_path):
     assert loaded.returncode == 0 and re.fullmatch(r"\[-?\d+\.\d+(e-?\d+)?\]\n", loaded.stdout), loaded.stderr[-2000:]
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["score", "--model", "bleu", "-t", "h.txt", "-r", "r1.txt", "--references", "r2.txt"], "-r"),
-    (["evaluate", "--data", "t.csv", "--metrics", "chrf", "--metrics=bleu"], "--metrics"),
-    (["export", "--ensemble", "bleu", "--out", "x", "--ensemble", "chrf"], "--ensemble"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["score", "--model", "bleu", "-t", "h.txt", "-r", "r1.txt", "--references", "r2.txt"], "-r"),
+        (["evaluate", "--data", "t.csv", "--metrics", "chrf", "--metrics=bleu"], "--metrics"),
+        (["export", "--ensemble", "bleu", "--out", "x", "--ensemble", "chrf"], "--ensemble"),
+    ],
+)
 def test_a_repeated_option_of_several_values_is_refused_not_cut_to_its_last(tmp_path, capsys, monkeypatch, argv, flag):
     """argparse keeps only the last ``-r``: scoring against r2 alone would look like success."""
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {argv[0]}: {flag} given more than once: give all its values after one {flag} (e.g. {flag} A B)"]
+    assert err == [
+        f"error: {argv[0]}: {flag} given more than once: give all its values after one {flag} (e.g. {flag} A B)"
+    ]
 
 
 @pytest.mark.parametrize("command", ["evaluate", "fit"])
@@ -108,9 +146,14 @@ def test_a_config_with_a_yaml_syntax_error_names_file_line_and_column(tmp_path, 
     (tmp_path / "bad.yaml").write_text("metrics: [chrf\ndata: x.csv\n", encoding="utf-8")
     assert main([command, "--config", "bad.yaml"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: bad.yaml: line 2, column 5: YAML syntax error: expected ',' or ']', but got ':' (while parsing a flow sequence)"]
+    assert err == [
+        "error: bad.yaml: line 2, column 5: YAML syntax error: expected ',' or ']', but got ':' (while parsing a flow sequence)"
+    ]
     assert main([command, "--config=missing.yaml"]) == 2
-    assert capsys.readouterr().err.strip() == "error: missing.yaml: cannot read the config file (No such file or directory)"
+    assert (
+        capsys.readouterr().err.strip()
+        == "error: missing.yaml: cannot read the config file (No such file or directory)"
+    )
 
 
 def _range_cases():
@@ -129,30 +172,47 @@ def _range_cases():
             bad = allowed.high + 0.5 if allowed.open else allowed.low - 1
             bad = int(bad) if action.type in (int,) or "int" in str(action.type) else bad
             values = ["1", str(bad)] if action.nargs == "+" else [str(bad)]
-            cases.append((command, [command, *required, action.option_strings[-1], *values], action.option_strings[-1], allowed))
+            cases.append(
+                (command, [command, *required, action.option_strings[-1], *values], action.option_strings[-1], allowed)
+            )
     return cases
 
 
-@pytest.mark.parametrize("command, argv, option, allowed", _range_cases(), ids=lambda v: v if isinstance(v, str) else None)
-def test_every_numeric_option_outside_its_range_is_one_line_naming_it(tmp_path, capsys, monkeypatch, command, argv, option, allowed):
+@pytest.mark.parametrize(
+    "command, argv, option, allowed", _range_cases(), ids=lambda v: v if isinstance(v, str) else None
+)
+def test_every_numeric_option_outside_its_range_is_one_line_naming_it(
+    tmp_path, capsys, monkeypatch, command, argv, option, allowed
+):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"error: {command}: {option}: ") and err[0].endswith(f"is not {allowed}"), err
+    assert (
+        len(err) == 1 and err[0].startswith(f"error: {command}: {option}: ") and err[0].endswith(f"is not {allowed}")
+    ), err
 
 
 def test_ranges_are_shown_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "significance level that decides the winner (in (0, 1))" in text and "paired bootstrap resamples (at least 1)" in text
+    assert (
+        "significance level that decides the winner (in (0, 1))" in text
+        and "paired bootstrap resamples (at least 1)" in text
+    )
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["score", "--model", "bleu", "--seed", "abc"], "error: score: Parser key \"seed\": Expected a <class 'int'>. Got value: abc"),
-    (["evaluate", "--data", "x.csv", "--nope", "1"], "error: evaluate: unrecognized arguments: --nope 1"),
-    (["score", "-t", "h.txt"], "error: score: the following arguments are required: score.model"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["score", "--model", "bleu", "--seed", "abc"],
+            "error: score: Parser key \"seed\": Expected a <class 'int'>. Got value: abc",
+        ),
+        (["evaluate", "--data", "x.csv", "--nope", "1"], "error: evaluate: unrecognized arguments: --nope 1"),
+        (["score", "-t", "h.txt"], "error: score: the following arguments are required: score.model"),
+    ],
+)
 def test_a_parse_error_is_one_line_naming_the_option_not_the_usage_text(capsys, argv, line):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()

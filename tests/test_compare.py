@@ -35,7 +35,9 @@ def three_systems():
 
 
 def _split(rows):
-    return paired_systems_from_table({k: [r[k] for r in rows] for k in ("lp", "seg_id", "src", "mt", "ref", "system")}, "test")
+    return paired_systems_from_table(
+        {k: [r[k] for r in rows] for k in ("lp", "seg_id", "src", "mt", "ref", "system")}, "test"
+    )
 
 
 @pytest.mark.parametrize("name, sacrebleu_metric", [("bleu", "BLEU"), ("chrf", "CHRF")])
@@ -53,7 +55,9 @@ def test_bootstrap_equals_sacrebleu_paired_bs(three_systems, name, sacrebleu_met
     baseline_stats = theirs._extract_corpus_statistics(mt[a], [ref[a]])
     baseline = (baseline_stats, theirs._aggregate_and_compute(baseline_stats))
     _, result = _paired_bs_test({"m": baseline}, b, mt[b], [ref[b]], {"m": theirs}, n_samples=300, seed=7)
-    assert ours.score_a == pytest.approx(baseline[1].score, abs=1e-9) and ours.score_b == pytest.approx(result["m"].score, abs=1e-9)
+    assert ours.score_a == pytest.approx(baseline[1].score, abs=1e-9) and ours.score_b == pytest.approx(
+        result["m"].score, abs=1e-9
+    )
     assert ours.p_bootstrap == result["m"].p_value
     assert 0 < ours.p_bootstrap <= 1 and ours.ci_low <= ours.delta <= ours.ci_high
 
@@ -62,7 +66,9 @@ def test_ttest_equals_scipy_and_identical_systems_tie(three_systems):
     mt, ref, _ = _split(three_systems)
     metric = load_metric("chrf")
     results = score_systems(metric, {**mt, "copy": mt[list(mt)[0]]}, ref[list(mt)[0]])
-    columns = {n: metric.columns(results_mt, ref[list(mt)[0]]) for n, results_mt in {**mt, "copy": mt[list(mt)[0]]}.items()}
+    columns = {
+        n: metric.columns(results_mt, ref[list(mt)[0]]) for n, results_mt in {**mt, "copy": mt[list(mt)[0]]}.items()
+    }
     pairs = compare_systems(metric, results, columns, n_resamples=200, seed=0)
     assert len(pairs) == 6  # every pair of four systems
     for p in pairs:
@@ -83,15 +89,55 @@ def test_compare_cli_files_table_and_bad_input(three_systems, tmp_path, capsys, 
         files[name] = tmp_path / name
         files[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "cmp.json"
-    assert main(["compare", "--model", "bleu", "-t", str(files["a.txt"]), str(files["b.txt"]), "-r", str(files["ref.txt"]),
-                 "--bootstrap", "100", "--json", str(out), "--quiet", "true"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--model",
+                "bleu",
+                "-t",
+                str(files["a.txt"]),
+                str(files["b.txt"]),
+                "-r",
+                str(files["ref.txt"]),
+                "--bootstrap",
+                "100",
+                "--json",
+                str(out),
+                "--quiet",
+                "true",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     report = json.loads(out.read_text())
-    assert len(report["pairs"]) == 1 and report["pairs"][0]["winner"] in (str(files["a.txt"]), str(files["b.txt"]), "tie")
+    assert len(report["pairs"]) == 1 and report["pairs"][0]["winner"] in (
+        str(files["a.txt"]),
+        str(files["b.txt"]),
+        "tie",
+    )
     assert "p (bootstrap)" in printed and "system:corpus_bleu" in printed
     # the same systems from a table, rows shuffled: paired by seg_id, same numbers
     table = write_csv(tmp_path / "t.csv", list(reversed(three_systems)))
-    assert main(["compare", "--model", "bleu", "--data", str(table), "--bootstrap", "100", "--json", str(out), "--quiet", "true"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--model",
+                "bleu",
+                "--data",
+                str(table),
+                "--bootstrap",
+                "100",
+                "--json",
+                str(out),
+                "--quiet",
+                "true",
+            ]
+        )
+        == 0
+    )
     by_name = json.loads(out.read_text())["systems"]
     assert by_name[a] == pytest.approx(report["systems"][str(files["a.txt"])], abs=1e-9)
     # a system missing a segment: one line naming the file and the system

@@ -5,24 +5,46 @@ import re
 
 import pytest
 import torch
-
 from conftest import REPO, TINY_CORPUS
-from lightning_metrics.artifact import is_exported
 from test_workflow import TINY_RUN, lm, ok
 
-ONE_STEP = [*TINY_RUN, "--trainer.limit_train_batches", "1", "--trainer.limit_val_batches", "1", "--trainer.val_check_interval", "1.0"]
+from lightning_metrics.artifact import is_exported
+
+ONE_STEP = [
+    *TINY_RUN,
+    "--trainer.limit_train_batches",
+    "1",
+    "--trainer.limit_val_batches",
+    "1",
+    "--trainer.val_check_interval",
+    "1.0",
+]
 RUN_HERE = {  # config -> (its run folder, extra arguments: the data each needs, in the test's folder)
-    "configs/comet/pretrain_estimator.yaml": ("runs/comet_pretrain", ["--data.init_args.data", "runs/synthetic_parallel",
-                                                                      "--model.init_args.targets", "[score, bleu, chrf]"]),
-    "configs/comet/pretrain_ranking.yaml": ("runs/comet_pretrain_ranking", ["--data.init_args.train", "runs/synthetic_parallel"]),
+    "configs/comet/pretrain_estimator.yaml": (
+        "runs/comet_pretrain",
+        ["--data.init_args.data", "runs/synthetic_parallel", "--model.init_args.targets", "[score, bleu, chrf]"],
+    ),
+    "configs/comet/pretrain_ranking.yaml": (
+        "runs/comet_pretrain_ranking",
+        ["--data.init_args.train", "runs/synthetic_parallel"],
+    ),
     "configs/recipes/generalist.yaml": ("runs/generalist", ["--data.init_args.train", "ratings.csv"]),
 }
-RUN_IN_WORKFLOW = {"configs/bleurt/pretrain.yaml", "configs/bleurt/finetune.yaml", "configs/comet/estimator.yaml",
-                   "configs/comet/referenceless.yaml", "configs/comet/ranking.yaml"}
+RUN_IN_WORKFLOW = {
+    "configs/bleurt/pretrain.yaml",
+    "configs/bleurt/finetune.yaml",
+    "configs/comet/estimator.yaml",
+    "configs/comet/referenceless.yaml",
+    "configs/comet/ranking.yaml",
+}
 
 
 def test_every_training_config_is_run_by_a_test():
-    shipped = {p.relative_to(REPO).as_posix() for p in REPO.glob("configs/**/*.yaml") if re.search(r"^model:", p.read_text(), re.M)}
+    shipped = {
+        p.relative_to(REPO).as_posix()
+        for p in REPO.glob("configs/**/*.yaml")
+        if re.search(r"^model:", p.read_text(), re.M)
+    }
     assert shipped == set(RUN_HERE) | RUN_IN_WORKFLOW
 
 
@@ -31,9 +53,25 @@ def folder(tmp_path_factory, document_rows, write_csv):
     """Ratings and a parallel corpus turned into synthetic pairs with sources (`generate`)."""
     here = tmp_path_factory.mktemp("configs")
     write_csv(here / "ratings.csv", document_rows)
-    (here / "parallel.tsv").write_text("src\tref\n" + "".join(f"{' '.join(reversed(s.split()))}\t{s}\n" for s in TINY_CORPUS), encoding="utf-8")
-    ok(lm(here, "generate", "--corpus", "parallel.tsv", "--out", "runs/synthetic_parallel", "--pairs-per-sentence", "4",
-          "--recipe", REPO / "configs/data_gen/lexical.yaml", "--num-proc", "1"))
+    (here / "parallel.tsv").write_text(
+        "src\tref\n" + "".join(f"{' '.join(reversed(s.split()))}\t{s}\n" for s in TINY_CORPUS), encoding="utf-8"
+    )
+    ok(
+        lm(
+            here,
+            "generate",
+            "--corpus",
+            "parallel.tsv",
+            "--out",
+            "runs/synthetic_parallel",
+            "--pairs-per-sentence",
+            "4",
+            "--recipe",
+            REPO / "configs/data_gen/lexical.yaml",
+            "--num-proc",
+            "1",
+        )
+    )
     return here
 
 
@@ -41,7 +79,19 @@ def folder(tmp_path_factory, document_rows, write_csv):
 def test_config_trains_one_step(folder, tiny_encoder, config):
     run_dir, data = RUN_HERE[config]
     signals = ["--model.init_args.signal_encoder", tiny_encoder] if "generalist" in config else []
-    ok(lm(folder, "fit", "--config", REPO / config, "--model.init_args.encoder", tiny_encoder, *signals, *data, *ONE_STEP))
+    ok(
+        lm(
+            folder,
+            "fit",
+            "--config",
+            REPO / config,
+            "--model.init_args.encoder",
+            tiny_encoder,
+            *signals,
+            *data,
+            *ONE_STEP,
+        )
+    )
     last = sorted(folder.glob(f"{run_dir}/lightning_logs/version_*/checkpoints/last.ckpt"))[-1]
     assert torch.load(last, weights_only=True, map_location="cpu")["global_step"] == 1
     if "generalist" in config:  # its ExportBest callback exports when fit ends

@@ -22,11 +22,26 @@ def members(tmp_path_factory, tiny_encoder, document_rows, write_csv):
     out = []
     for name, steps in (("a", 2), ("b", 5)):
         pl.seed_everything(0)
-        model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), nr_frozen_epochs=1.0, keep_embeddings_frozen=True, lr_head=1e-2,
-                               layer_mix=False)
-        dm = RatingsDataModule(train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, **model.batch_layout)
-        trainer = pl.Trainer(max_epochs=1, limit_train_batches=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                             enable_model_summary=False, num_sanity_val_steps=0)
+        model = CometEstimator(
+            encoder=str(tiny_encoder),
+            hidden_sizes=(16,),
+            nr_frozen_epochs=1.0,
+            keep_embeddings_frozen=True,
+            lr_head=1e-2,
+            layer_mix=False,
+        )
+        dm = RatingsDataModule(
+            train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, **model.batch_layout
+        )
+        trainer = pl.Trainer(
+            max_epochs=1,
+            limit_train_batches=steps,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+        )
         trainer.fit(model, dm)
         trainer.save_checkpoint(folder / f"{name}.ckpt")
         out.append(export_checkpoint(folder / f"{name}.ckpt", folder / name))
@@ -36,7 +51,26 @@ def members(tmp_path_factory, tiny_encoder, document_rows, write_csv):
 def test_ensemble_is_the_mean_of_standardised_members(members, tmp_path, document_rows):
     data, (a, b) = members
     out = tmp_path / "ens"
-    assert main(["export", "--ensemble", str(a), str(b), "chrf", "--data", str(data), "--out", str(out), "--weights", "1", "1", "2"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--ensemble",
+                str(a),
+                str(b),
+                "chrf",
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+                "--weights",
+                "1",
+                "1",
+                "2",
+            ]
+        )
+        == 0
+    )
     ens = load_metric(str(out))
     meta = json.loads((out / "metric.json").read_text())
     assert meta["family"] == "Ensemble" and [m["label"] for m in meta["members"]] == ["a", "b", "chrf"]
@@ -45,12 +79,18 @@ def test_ensemble_is_the_mean_of_standardised_members(members, tmp_path, documen
     result = ens.score(**given)
     parts = [np.asarray(load_metric(str(p)).score(**given).scores) for p in (a, b, "chrf")]
     train = {k: [r[k] for r in document_rows] for k in ("src", "mt", "ref")}  # all rows: fewer than --max-rows
-    expected_stats = [(np.mean(s), np.std(s)) for s in (np.asarray(load_metric(str(p)).score(**train).scores) for p in (a, b, "chrf"))]
-    assert [v for s in meta["stats"] for v in (s["mean"], s["std"])] == pytest.approx([v for pair in expected_stats for v in pair])
+    expected_stats = [
+        (np.mean(s), np.std(s)) for s in (np.asarray(load_metric(str(p)).score(**train).scores) for p in (a, b, "chrf"))
+    ]
+    assert [v for s in meta["stats"] for v in (s["mean"], s["std"])] == pytest.approx(
+        [v for pair in expected_stats for v in pair]
+    )
     z = [(p - m) / s for p, (m, s) in zip(parts, expected_stats)]
     assert result.scores == pytest.approx(((z[0] + z[1] + 2 * z[2]) / 4).tolist(), abs=1e-9)
     assert result.signature.startswith("ens|hash:") and "|members:a+b+chrf|" in result.signature
-    assert ens.members[0][1].shared_embeddings is ens.members[1][1].shared_embeddings  # one frozen encoder: embedded once
+    assert (
+        ens.members[0][1].shared_embeddings is ens.members[1][1].shared_embeddings
+    )  # one frozen encoder: embedded once
     assert len(ens.members[0][1].shared_embeddings) == len({t for k in given for t in given[k]})
 
 
@@ -59,7 +99,10 @@ def test_ensemble_requests_fail_in_one_line(members, tmp_path, capsys):
     for args, problem in (
         (["--ensemble", str(a), "chrf", "--out", str(tmp_path / "x")], "needs --data RATINGS"),
         (["--ensemble", str(a), "comet", "--data", str(data), "--out", str(tmp_path / "x")], "unknown metric 'comet'"),
-        (["--ensemble", str(a), "chrf", "--data", str(data), "--weights", "1", "--out", str(tmp_path / "x")], "one non-negative weight per member"),
+        (
+            ["--ensemble", str(a), "chrf", "--data", str(data), "--weights", "1", "--out", str(tmp_path / "x")],
+            "one non-negative weight per member",
+        ),
         (["--ensemble", str(a), str(a), "--data", str(data), "--out", str(tmp_path / "x")], "distinct names"),
     ):
         assert main(["export", *args]) == 2

@@ -19,7 +19,12 @@ from lightning_metrics.errors import InputError
 from lightning_metrics.models import BleurtRegressor
 
 MT = ["The cat sat on the mat.", "A dog ran fast.", "She left her umbrella on the bus.", "Prices went up."]
-REF = ["The cat is on the mat.", "A dog ran fast across the field.", "She left her umbrella on the bus.", "Prices went up five percent."]
+REF = [
+    "The cat is on the mat.",
+    "A dog ran fast across the field.",
+    "She left her umbrella on the bus.",
+    "Prices went up five percent.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +34,9 @@ def trained(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     pl.seed_everything(0)
     dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16)
     model = BleurtRegressor(encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3)
-    trainer = pl.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
+    )
     trainer.fit(model, dm)
     trainer.save_checkpoint(folder / "model.ckpt")
     model.eval()
@@ -37,7 +44,9 @@ def trained(tmp_path_factory, tiny_encoder, da_rows, write_csv):
 
     from lightning_metrics.data.batching import CrossEncoderCollate
 
-    batch = CrossEncoderCollate(dm.tokenizer, 128, [], {}, {})([{"mt": m, "ref": r, "index": i} for i, (m, r) in enumerate(zip(MT, REF))])
+    batch = CrossEncoderCollate(dm.tokenizer, 128, [], {}, {})(
+        [{"mt": m, "ref": r, "index": i} for i, (m, r) in enumerate(zip(MT, REF))]
+    )
     with torch.no_grad():
         in_memory = model.scores_from(model(batch)).tolist()
     return folder / "model.ckpt", in_memory
@@ -47,18 +56,26 @@ def test_round_trip_in_a_fresh_offline_process(trained, tmp_path, capsys):
     ckpt, in_memory = trained
     out = tmp_path / "checkpoints" / "tiny"
     assert main(["export", str(ckpt), "--out", str(out)]) == 0
-    assert {"README.md", "config.json", "manifest.json", "metric.json", "model.safetensors"} <= {p.name for p in out.iterdir()}
+    assert {"README.md", "config.json", "manifest.json", "metric.json", "model.safetensors"} <= {
+        p.name for p in out.iterdir()
+    }
     meta = json.loads((out / "metric.json").read_text())
     assert meta["format_version"] == 2 and meta["family"] == "BleurtRegressor" and meta["inputs"] == ["mt", "ref"]
     code = f"from lightning_metrics import load_metric; import json; print(json.dumps(load_metric({str(out)!r}).score(mt={MT!r}, ref={REF!r}).scores))"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded == pytest.approx(in_memory, abs=1e-6)
     result = load_metric(str(out)).score(mt=MT, ref=REF)
-    assert load_metric(str(out)).score(mt=MT * 3, ref=REF * 3, devices=2, batch_size=2).scores == pytest.approx(loaded * 3, abs=1e-6)
-    assert result.signature.startswith("tiny|hash:") and result.system_score == pytest.approx(sum(loaded) / len(loaded), abs=1e-6)
+    assert load_metric(str(out)).score(mt=MT * 3, ref=REF * 3, devices=2, batch_size=2).scores == pytest.approx(
+        loaded * 3, abs=1e-6
+    )
+    assert result.signature.startswith("tiny|hash:") and result.system_score == pytest.approx(
+        sum(loaded) / len(loaded), abs=1e-6
+    )
     capsys.readouterr()
     (tmp_path / "h.txt").write_text("\n".join(MT) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(REF) + "\n")
@@ -87,10 +104,17 @@ def test_a_planted_pickle_is_never_loaded(trained, tmp_path):
 def test_export_killed_midway_leaves_nothing_at_the_target(trained, tmp_path):
     ckpt, _ = trained
     target = tmp_path / "atomic"
-    proc = subprocess.Popen([sys.executable, "-m", "lightning_metrics.cli", "export", str(ckpt), "--out", str(target)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lightning_metrics.cli", "export", str(ckpt), "--out", str(target)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
-    while proc.poll() is None and time.time() < deadline and not any(p.name.startswith(".atomic.tmp") for p in tmp_path.iterdir()):
+    while (
+        proc.poll() is None
+        and time.time() < deadline
+        and not any(p.name.startswith(".atomic.tmp") for p in tmp_path.iterdir())
+    ):
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -11,8 +11,8 @@ import pytest
 from data_gen import wordnet
 from data_gen.pipeline import Recipe, generate, load_recipe
 from data_gen.probe import probe
-from lightning_metrics.metrics import score_many
 from lightning_metrics.cli import main
+from lightning_metrics.metrics import score_many
 
 REPO = Path(__file__).resolve().parents[1]
 LEXICAL = str(REPO / "configs" / "data_gen" / "lexical.yaml")
@@ -36,14 +36,30 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path, capsys):
     assert sha(first[0]) == sha(second[0]) != sha(other[0])
     table = pq.read_table(first[0]).to_pydict()
     assert len(table["mt"]) == 4000
-    assert set(table) >= {"ref", "mt", "perturbations", "severity", "score", "bleu", "chrf", "rouge1", "rouge2", "rougeL"}
+    assert set(table) >= {
+        "ref",
+        "mt",
+        "perturbations",
+        "severity",
+        "score",
+        "bleu",
+        "chrf",
+        "rouge1",
+        "rouge2",
+        "rougeL",
+    }
     out = capsys.readouterr().out
     assert re.search(r"^negation\s+\d+\s+0\.100", out, re.M) and "4000 pairs from 2000 sentences" in out
 
 
 def test_shards_together_equal_one_run(tmp_path):
     whole = pq.read_table(gen(tmp_path, "whole", "--max-sentences", "300", "--seed", "1")[0]).to_pydict()
-    parts = [pq.read_table(gen(tmp_path, "shards", "--max-sentences", "300", "--seed", "1", "--shard", f"{i}/3")[i]).to_pydict() for i in range(3)]
+    parts = [
+        pq.read_table(
+            gen(tmp_path, "shards", "--max-sentences", "300", "--seed", "1", "--shard", f"{i}/3")[i]
+        ).to_pydict()
+        for i in range(3)
+    ]
     for column in ("mt", "ref", "score", "chrf"):
         assert [v for p in parts for v in p[column]] == whole[column]
     summary = json.loads((tmp_path / "shards" / "data-00001-of-00003.json").read_text())
@@ -54,18 +70,33 @@ def test_parallel_corpus_keeps_src_and_datasets_loads_it(tmp_path):
     import datasets
 
     corpus = tmp_path / "parallel.tsv"
-    corpus.write_text("src\tref\nDer Hund biss den Mann.\tThe dog bit the man.\nDie Suppe ist heiß.\tThe soup is hot.\n", encoding="utf-8")
+    corpus.write_text(
+        "src\tref\nDer Hund biss den Mann.\tThe dog bit the man.\nDie Suppe ist heiß.\tThe soup is hot.\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "out"
-    assert main(["generate", "--corpus", str(corpus), "--out", str(out), "--recipe", LEXICAL, "--pairs-per-sentence", "3"]) == 0
+    assert (
+        main(["generate", "--corpus", str(corpus), "--out", str(out), "--recipe", LEXICAL, "--pairs-per-sentence", "3"])
+        == 0
+    )
     ds = datasets.Dataset.from_parquet(str(out / "data-00000-of-00001.parquet"))
     assert ds.num_rows == 6
     for row in ds:
-        assert row["src"] == {"The dog bit the man.": "Der Hund biss den Mann.", "The soup is hot.": "Die Suppe ist heiß."}[row["ref"]]
+        assert (
+            row["src"]
+            == {"The dog bit the man.": "Der Hund biss den Mann.", "The soup is hot.": "Die Suppe ist heiß."}[
+                row["ref"]
+            ]
+        )
 
 
 def test_bertscore_signals_with_a_tiny_encoder(tiny_encoder):
-    recipe = Recipe(signals=["chrf", "bertscore_f", "bertscore_p"], bertscore={"model": str(tiny_encoder)},
-                    perturbations={"identity": 1.0, "deletion": 1.0}, compound_prob=0.0)
+    recipe = Recipe(
+        signals=["chrf", "bertscore_f", "bertscore_p"],
+        bertscore={"model": str(tiny_encoder)},
+        perturbations={"identity": 1.0, "deletion": 1.0},
+        compound_prob=0.0,
+    )
     refs = ["The cat sat on the mat.", "A dog ran fast across the green field.", "She left her umbrella on the bus."]
     columns = generate(refs, recipe, pairs_per_sentence=4, seed=0, progress=False)
     assert set(columns) >= {"bertscore_f", "bertscore_p", "chrf"} and "bertscore_r" not in columns
@@ -121,8 +152,8 @@ def test_bad_shard(tmp_path, capsys):
 def test_debian_wordnet_folder_gets_a_lexnames_file(tmp_path, monkeypatch):
     if not (wordnet.DEBIAN_DIR / "data.noun").is_file():
         pytest.skip("Debian's wordnet-base is not installed")
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
     import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     monkeypatch.setenv("LIGHTNING_METRICS_CACHE", str(tmp_path))
     root = wordnet._debian_as_nltk_data(wordnet.DEBIAN_DIR)
@@ -140,7 +171,9 @@ def test_default_corpus_is_wordnet_examples():
 
 def test_probe_chrf_sees_every_edit(capsys):
     corpus = wordnet.example_sentences()[:400]
-    rows = {r.perturbation: r for r in probe(lambda mt, ref: score_many(["chrf"], mt, ref)["chrf"], corpus, n_sentences=60)}
+    rows = {
+        r.perturbation: r for r in probe(lambda mt, ref: score_many(["chrf"], mt, ref)["chrf"], corpus, n_sentences=60)
+    }
     assert "identity" not in rows
     assert rows["deletion"].n > 30 and rows["deletion"].fraction_below == 1.0 and rows["deletion"].mean_drop > 5
     assert rows["unrelated"].mean_drop > rows["synonym"].mean_drop

@@ -5,8 +5,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import export_tiny
+
 from lightning_metrics import load_metric
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.inference import batch_limits, length_batches, resolve_precision
@@ -42,8 +42,12 @@ def test_batch_limits_per_device():
 def metrics(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     folder = tmp_path_factory.mktemp("precision")
     data = write_csv(folder / "r.csv", da_rows[:48])
-    comet = export_tiny(CometEstimator(encoder=str(tiny_encoder), hidden_sizes=[16]), tiny_encoder, data, folder, "comet")
-    bleurt = export_tiny(BleurtRegressor(encoder=str(tiny_encoder), hidden_sizes=[16]), tiny_encoder, data, folder, "bleurt")
+    comet = export_tiny(
+        CometEstimator(encoder=str(tiny_encoder), hidden_sizes=[16]), tiny_encoder, data, folder, "comet"
+    )
+    bleurt = export_tiny(
+        BleurtRegressor(encoder=str(tiny_encoder), hidden_sizes=[16]), tiny_encoder, data, folder, "bleurt"
+    )
     return {"comet": comet, "bleurt": bleurt}
 
 
@@ -70,12 +74,25 @@ def test_score_precision_flag_and_its_one_line_errors(metrics, tmp_path):
     (tmp_path / "r.txt").write_text("The cat is on the mat.\nA dog ran fast.\n", encoding="utf-8")
     (tmp_path / "s.txt").write_text("Le chat.\nUn chien.\n", encoding="utf-8")
     cli = [sys.executable, "-m", "lightning_metrics.cli", "score", "-t", "h.txt", "-r", "r.txt", "-s", "s.txt"]
-    ok = subprocess.run([*cli, "--model", str(metrics["comet"]), "--precision", "bf16", "--device", "cpu"],
-                        cwd=tmp_path, capture_output=True, text=True)
+    ok = subprocess.run(
+        [*cli, "--model", str(metrics["comet"]), "--precision", "bf16", "--device", "cpu"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0, ok.stderr
     assert "|precision:bf16|" in ok.stdout.strip().splitlines()[-1]
-    wrong = subprocess.run([*cli, "--model", str(metrics["comet"]), "--precision", "fp16"], cwd=tmp_path, capture_output=True, text=True)
+    wrong = subprocess.run(
+        [*cli, "--model", str(metrics["comet"]), "--precision", "fp16"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
-        "error: score: argument --precision: invalid choice: 'fp16' (choose from 'auto', 'fp32', 'bf16') (lightning-metrics score --help lists the options)"]
-    lexical = subprocess.run([*cli, "--model", "bleu", "--precision", "bf16"], cwd=tmp_path, capture_output=True, text=True)
-    assert lexical.returncode != 0 and "bleu has no option 'precision'" in lexical.stderr and "Traceback" not in lexical.stderr
+        "error: score: argument --precision: invalid choice: 'fp16' (choose from 'auto', 'fp32', 'bf16') (lightning-metrics score --help lists the options)"
+    ]
+    lexical = subprocess.run(
+        [*cli, "--model", "bleu", "--precision", "bf16"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert (
+        lexical.returncode != 0
+        and "bleu has no option 'precision'" in lexical.stderr
+        and "Traceback" not in lexical.stderr
+    )

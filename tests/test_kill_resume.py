@@ -18,9 +18,15 @@ from lightning_metrics.cli import main
 # an epoch in one process (3 per rank under DDP), 2 epochs, validation every half epoch,
 # last.ckpt every 2 steps. Phase "write" stops the n-th checkpoint write halfway.
 _rng = random.Random(15)
-KILLS = [("single", "train", _rng.choice([3, 4, 5])), ("single", "train", _rng.choice([7, 8, 10, 11])),
-         ("single", "val", _rng.choice([3, 9])), ("single", "val", 6), ("single", "write", _rng.choice([2, 3, 4])),
-         ("ddp", "train", _rng.choice([2, 4, 5])), ("ddp", "write", _rng.choice([2, 3]))]
+KILLS = [
+    ("single", "train", _rng.choice([3, 4, 5])),
+    ("single", "train", _rng.choice([7, 8, 10, 11])),
+    ("single", "val", _rng.choice([3, 9])),
+    ("single", "val", 6),
+    ("single", "write", _rng.choice([2, 3, 4])),
+    ("ddp", "train", _rng.choice([2, 4, 5])),
+    ("ddp", "write", _rng.choice([2, 3])),
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +36,14 @@ def small_ratings(tmp_path_factory, da_rows, write_csv):
 
 
 def _config(folder: Path, encoder: Path, ratings, strategy: str, callbacks=(), plugins=None) -> Path:
-    model = {"class_path": "lightning_metrics.models.BleurtRegressor",
-             "init_args": {"encoder": str(encoder), "lr_encoder": 1e-3, "lr_head": 1e-3, "dropout": 0.1}}
-    data = {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
-            "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": 8}}
+    model = {
+        "class_path": "lightning_metrics.models.BleurtRegressor",
+        "init_args": {"encoder": str(encoder), "lr_encoder": 1e-3, "lr_head": 1e-3, "dropout": 0.1},
+    }
+    data = {
+        "class_path": "lightning_metrics.data.modules.RatingsDataModule",
+        "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": 8},
+    }
     return kill_config(folder, model, data, every=2, strategy=strategy, callbacks=callbacks, plugins=plugins)
 
 
@@ -56,8 +66,13 @@ def unbroken(tmp_path_factory, tiny_encoder, small_ratings):
 def test_killed_and_resumed_equals_unbroken(tmp_path, tiny_encoder, small_ratings, unbroken, strategy, phase, where):
     flag = tmp_path / "reached"
     if phase == "write":
-        killed = _config(tmp_path, tiny_encoder, small_ratings, strategy,
-                         plugins=[{"class_path": "fault_points.PauseMidWrite", "init_args": {"flag": str(flag), "write": where}}])
+        killed = _config(
+            tmp_path,
+            tiny_encoder,
+            small_ratings,
+            strategy,
+            plugins=[{"class_path": "fault_points.PauseMidWrite", "init_args": {"flag": str(flag), "write": where}}],
+        )
     else:
         pause = {"class_path": "fault_points.PauseAt", "init_args": {"flag": str(flag), "step": where, "phase": phase}}
         killed = _config(tmp_path, tiny_encoder, small_ratings, strategy, callbacks=[pause])
@@ -79,16 +94,22 @@ def test_unusable_ckpt_path_is_one_line(tmp_path, tiny_encoder, small_ratings, c
     truncated = tmp_path / "truncated.ckpt"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     other = json.loads(config.read_text())
-    other["model"] = {"class_path": "lightning_metrics.models.CometEstimator", "init_args": {"encoder": str(tiny_encoder)}}
+    other["model"] = {
+        "class_path": "lightning_metrics.models.CometEstimator",
+        "init_args": {"encoder": str(tiny_encoder)},
+    }
     other_family = tmp_path / "other-family.yaml"
     other_family.write_text(json.dumps(other))
     wider = json.loads(config.read_text())
     wider["model"]["init_args"]["hidden_sizes"] = [64]
     other_config = tmp_path / "other-config.yaml"
     other_config.write_text(json.dumps(wider))
-    cases = [(config, tmp_path / "missing.ckpt", "checkpoint file not found"), (config, truncated, "not a readable Lightning checkpoint"),
-             (other_family, good, "checkpoint of BleurtRegressor, but the config trains CometEstimator"),
-             (other_config, good, "another model config (hidden_sizes")]
+    cases = [
+        (config, tmp_path / "missing.ckpt", "checkpoint file not found"),
+        (config, truncated, "not a readable Lightning checkpoint"),
+        (other_family, good, "checkpoint of BleurtRegressor, but the config trains CometEstimator"),
+        (other_config, good, "another model config (hidden_sizes"),
+    ]
     for cfg, ckpt, message in cases:
         capsys.readouterr()
         assert main(["fit", "--config", str(cfg), "--ckpt_path", str(ckpt)]) != 0

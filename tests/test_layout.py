@@ -41,7 +41,7 @@ def test_no_import_circle():
         state[node] = "open"
         for dep in sorted(graph[node]):
             if state.get(dep) == "open":
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack + [dep])
         state[node] = "done"
@@ -53,7 +53,9 @@ def test_no_import_circle():
 
 
 def test_one_module_owns_the_export_format():
-    hits = subprocess.run(["grep", "-rln", "metric.json", *PACKAGES, "--include=*.py"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    hits = subprocess.run(
+        ["grep", "-rln", "metric.json", *PACKAGES, "--include=*.py"], cwd=REPO, capture_output=True, text=True
+    ).stdout.split()
     assert hits == ["lightning_metrics/artifact.py"]
 
 
@@ -64,11 +66,17 @@ def _layer_imports(package: str) -> dict[str, set[str]]:
 
 
 def test_data_never_imports_models():
-    reaching = {m: sorted(d for d in deps if d.startswith("lightning_metrics.models")) for m, deps in _layer_imports("lightning_metrics.data").items()}
+    reaching = {
+        m: sorted(d for d in deps if d.startswith("lightning_metrics.models"))
+        for m, deps in _layer_imports("lightning_metrics.data").items()
+    }
     assert not {m: d for m, d in reaching.items() if d}
 
 
 def test_models_never_import_metrics_or_the_export_format():
     banned = ("lightning_metrics.metrics", "lightning_metrics.artifact")
-    reaching = {m: sorted(d for d in deps if d.startswith(banned)) for m, deps in _layer_imports("lightning_metrics.models").items()}
+    reaching = {
+        m: sorted(d for d in deps if d.startswith(banned))
+        for m, deps in _layer_imports("lightning_metrics.models").items()
+    }
     assert not {m: d for m, d in reaching.items() if d}

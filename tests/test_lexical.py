@@ -14,7 +14,9 @@ def test_bleu4_worked_example():
     # DESIGN.md: BLEU-4 = 0.4209 with whitespace tokens and no smoothing
     score = lexical.sentence_bleu([HYP], [REF], tokenize="none", smooth_method="none")[0]
     assert score / 100 == pytest.approx(0.4209, abs=5e-5)
-    assert lexical.corpus_bleu([HYP], [REF], tokenize="none", smooth_method="none") / 100 == pytest.approx(0.4209, abs=5e-5)
+    assert lexical.corpus_bleu([HYP], [REF], tokenize="none", smooth_method="none") / 100 == pytest.approx(
+        0.4209, abs=5e-5
+    )
 
 
 def test_rouge_l_worked_example():
@@ -57,7 +59,10 @@ def test_multiple_references():
     multi = lexical.sentence_rouge([hyp], [refs])
     best = rouge_scorer.RougeScorer(["rougeL"]).score_multi(refs, hyp)["rougeL"].fmeasure
     assert multi["rougeL"]["fmeasure"][0] == best
-    assert lexical.corpus_bleu([hyp, hyp], [refs, refs]) == sacrebleu.corpus_bleu([hyp, hyp], [[refs[0]] * 2, [refs[1]] * 2]).score
+    assert (
+        lexical.corpus_bleu([hyp, hyp], [refs, refs])
+        == sacrebleu.corpus_bleu([hyp, hyp], [[refs[0]] * 2, [refs[1]] * 2]).score
+    )
 
 
 def test_length_mismatch_is_an_error():

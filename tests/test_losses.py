@@ -26,7 +26,9 @@ def test_pairwise_loss_is_zero_exactly_when_every_pair_is_ordered_by_the_margin(
 def test_pairwise_loss_ignores_ties_and_single_rows():
     assert float(pairwise_loss(torch.tensor([0.0, 5.0]), torch.tensor([1.0, 1.0]), torch.tensor([0, 0]))) == 0.0
     assert float(pairwise_loss(torch.tensor([0.0, 5.0]), torch.tensor([2.0, 1.0]), torch.tensor([0, 1]))) == 0.0
-    assert float(pairwise_loss(torch.tensor([0.0, 5.0]), torch.tensor([2.0, 1.0]), torch.tensor([0, 0]), margin=1.0)) == pytest.approx(6.0)
+    assert float(
+        pairwise_loss(torch.tensor([0.0, 5.0]), torch.tensor([2.0, 1.0]), torch.tensor([0, 0]), margin=1.0)
+    ) == pytest.approx(6.0)
 
 
 def test_regression_losses():

@@ -44,8 +44,13 @@ def test_synonym_keeps_part_of_speech():
 
 def test_reorderings():
     assert apply("np_swap", "The dog bit the man.") == "The man bit the dog."
-    assert apply("clause_move", "When it rains, we stay inside the house.") == "We stay inside the house, when it rains."
-    assert apply("adjacent_swap", "Please close the window before you leave.") == "Please close the before window you leave."
+    assert (
+        apply("clause_move", "When it rains, we stay inside the house.") == "We stay inside the house, when it rains."
+    )
+    assert (
+        apply("adjacent_swap", "Please close the window before you leave.")
+        == "Please close the before window you leave."
+    )
 
 
 def test_deletions():
@@ -79,8 +84,14 @@ def test_same_seed_same_output_and_severities_documented():
 def test_compound_severity_formula():
     assert combined_severity([0.4, 0.5]) == pytest.approx(1 - 0.6 * 0.5)
     assert combined_severity([0.0]) == 0.0 and combined_severity([1.0, 0.2]) == 1.0
-    text, applied, severity = Compound([build("negation"), build("antonym")]).apply("The soup is hot.", random.Random(0))
-    assert applied == ["negation", "antonym"] and text == "The soup is not cold." and severity == pytest.approx(1 - 0.1 * 0.2)
+    text, applied, severity = Compound([build("negation"), build("antonym")]).apply(
+        "The soup is hot.", random.Random(0)
+    )
+    assert (
+        applied == ["negation", "antonym"]
+        and text == "The soup is not cold."
+        and severity == pytest.approx(1 - 0.1 * 0.2)
+    )
 
 
 def test_tokenize_round_trip_and_unknown_name():

@@ -10,7 +10,25 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_evaluate_plot_writes_scatter_and_bars(tmp_path, da_rows, write_csv, capsys):
     data = write_csv(tmp_path / "da.csv", da_rows)
-    assert main(["evaluate", "--data", str(data), "--metrics", "bleu", "chrf", "--group", "lp", "--bootstrap", "20", "--plot", str(tmp_path / "plots")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(data),
+                "--metrics",
+                "bleu",
+                "chrf",
+                "--group",
+                "lp",
+                "--bootstrap",
+                "20",
+                "--plot",
+                str(tmp_path / "plots"),
+            ]
+        )
+        == 0
+    )
     lps = sorted({r["lp"] for r in da_rows})
     for name in [*(f"scatter_{lp}.png" for lp in lps), "kendall.png"]:
         assert (tmp_path / "plots" / name).read_bytes()[:8] == PNG, name

@@ -10,14 +10,22 @@ import pytest
 from lightning_metrics.data.readers import read_parallel_text, read_ratings
 from lightning_metrics.errors import InputError
 
-ROWS = [{"lp": "de-en", "src": f"Quelle {i}", "mt": f"output {i}", "ref": f"reference {i}", "score": i / 7} for i in range(20)]
+ROWS = [
+    {"lp": "de-en", "src": f"Quelle {i}", "mt": f"output {i}", "ref": f"reference {i}", "score": i / 7}
+    for i in range(20)
+]
 
 
 def valid_bytes(fmt: str, tmp_path) -> bytes:
     if fmt == "csv":
-        return ("lp,src,mt,ref,score\n" + "".join(f"{r['lp']},{r['src']},{r['mt']},{r['ref']},{r['score']}\n" for r in ROWS)).encode()
+        return (
+            "lp,src,mt,ref,score\n" + "".join(f"{r['lp']},{r['src']},{r['mt']},{r['ref']},{r['score']}\n" for r in ROWS)
+        ).encode()
     if fmt == "tsv":
-        return ("lp\tsrc\tmt\tref\tscore\n" + "".join(f"{r['lp']}\t{r['src']}\t{r['mt']}\t{r['ref']}\t{r['score']}\n" for r in ROWS)).encode()
+        return (
+            "lp\tsrc\tmt\tref\tscore\n"
+            + "".join(f"{r['lp']}\t{r['src']}\t{r['mt']}\t{r['ref']}\t{r['score']}\n" for r in ROWS)
+        ).encode()
     if fmt == "jsonl":
         return "".join(json.dumps(r) + "\n" for r in ROWS).encode()
     if fmt == "parquet":
@@ -53,7 +61,9 @@ def read(fmt: str, path):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "parquet", "txt"])
-@pytest.mark.parametrize("kind", ["truncated", "binary", "mixed encoding", "nul bytes", "huge line", "huge line, bad bytes"])
+@pytest.mark.parametrize(
+    "kind", ["truncated", "binary", "mixed encoding", "nul bytes", "huge line", "huge line, bad bytes"]
+)
 def test_any_bytes_read_or_fail_in_one_line(tmp_path, fmt, kind):
     rng = random.Random(f"{fmt}-{kind}")
     valid = valid_bytes(fmt, tmp_path)

@@ -69,7 +69,10 @@ def test_a_mapped_column_that_is_absent_is_an_error_not_the_files_own_column(tmp
         read_ratings(path, columns={"mt": "hyp", "score": "quality_z"})
     message = str(err.value)
     assert "\n" not in message and message.startswith(str(path))
-    assert "mapped column(s) not found: mt -> 'hyp', score -> 'quality_z'" in message and "'mt'" in message.split("columns are")[1]
+    assert (
+        "mapped column(s) not found: mt -> 'hyp', score -> 'quality_z'" in message
+        and "'mt'" in message.split("columns are")[1]
+    )
 
 
 def test_score_with_a_mapped_column_that_is_absent_exits_with_one_line(tmp_path):
@@ -77,8 +80,23 @@ def test_score_with_a_mapped_column_that_is_absent_exits_with_one_line(tmp_path)
     import sys
 
     write(tmp_path / "t.csv", HEADER + "".join(GOOD))
-    proc = subprocess.run([sys.executable, "-m", "lightning_metrics.cli", "score", "--model", "chrf", "--data", "t.csv", "--mt-col", "nonexistent"],
-                          cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lightning_metrics.cli",
+            "score",
+            "--model",
+            "chrf",
+            "--data",
+            "t.csv",
+            "--mt-col",
+            "nonexistent",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "t.csv: mapped column(s) not found: mt -> 'nonexistent'" in proc.stderr.strip().splitlines()[-1]
 
@@ -122,7 +140,9 @@ def test_undecodable_bytes_after_a_quoted_newline(tmp_path):
 
 
 def test_jsonl_errors_name_the_line(tmp_path):
-    path = write(tmp_path / "bad.jsonl", '{"mt": "a", "ref": "b", "score": 1}\n{"mt": "a", "ref": "b", "score": null}\n')
+    path = write(
+        tmp_path / "bad.jsonl", '{"mt": "a", "ref": "b", "score": 1}\n{"mt": "a", "ref": "b", "score": null}\n'
+    )
     with pytest.raises(InputError, match=r"row 2: score is not a number: None"):
         read_ratings(path)
     path = write(tmp_path / "bad2.jsonl", '{"mt": "a", "ref": "b", "score": 1}\n{"mt": \n')
@@ -158,7 +178,11 @@ def test_parallel_text(tmp_path):
     write(tmp_path / "b.txt", "uno\ndos\n")
     write(tmp_path / "ref.txt", "1\n2\n")
     out = read_parallel_text([tmp_path / "a.txt", tmp_path / "b.txt"], ref=tmp_path / "ref.txt")
-    assert out["mt"] == [["one", "two"], ["uno", "dos"]] and out["ref"] == ["1", "2"] and out["systems"] == ["a.txt", "b.txt"]
+    assert (
+        out["mt"] == [["one", "two"], ["uno", "dos"]]
+        and out["ref"] == ["1", "2"]
+        and out["systems"] == ["a.txt", "b.txt"]
+    )
 
 
 def test_parallel_text_line_counts_must_match(tmp_path):

@@ -13,13 +13,17 @@ from lightning_metrics.metrics import load_metric
 from lightning_metrics.models import CometReferenceless
 from lightning_metrics.rerank import rerank
 
-REFS = ["the cat sat on the mat near the door", "prices went up five percent this year", "she left her red umbrella on the bus"]
+REFS = [
+    "the cat sat on the mat near the door",
+    "prices went up five percent this year",
+    "she left her red umbrella on the bus",
+]
 
 
 def _edits(sentence: str) -> list[str]:
     """Three one-word edits of ``sentence`` (each differs from it by one word, from the others by two)."""
     words = sentence.split()
-    return [" ".join(words[:i] + ["zzz"] + words[i + 1:]) for i in (1, 3, 5)]
+    return [" ".join(words[:i] + ["zzz"] + words[i + 1 :]) for i in (1, 3, 5)]
 
 
 def test_mbr_and_oracle_pick_the_reference(tmp_path, capsys):
@@ -31,27 +35,84 @@ def test_mbr_and_oracle_pick_the_reference(tmp_path, capsys):
     (tmp_path / "cands.txt").write_text("\n".join(t for g in groups for t in g) + "\n")
     (tmp_path / "ref.txt").write_text("\n".join(REFS) + "\n")
     out, report = tmp_path / "best.txt", tmp_path / "best.json"
-    assert main(["rerank", "--model", "chrf", "-t", str(tmp_path / "cands.txt"), "--num-candidates", "4", "--mode", "mbr",
-                 "--out", str(out), "--json", str(report), "--quiet", "true"]) == 0
-    assert out.read_text().splitlines() == REFS and [c["index"] for c in json.loads(report.read_text())["choices"]] == [2, 2, 2]
+    assert (
+        main(
+            [
+                "rerank",
+                "--model",
+                "chrf",
+                "-t",
+                str(tmp_path / "cands.txt"),
+                "--num-candidates",
+                "4",
+                "--mode",
+                "mbr",
+                "--out",
+                str(out),
+                "--json",
+                str(report),
+                "--quiet",
+                "true",
+            ]
+        )
+        == 0
+    )
+    assert out.read_text().splitlines() == REFS and [c["index"] for c in json.loads(report.read_text())["choices"]] == [
+        2,
+        2,
+        2,
+    ]
     # 12 lines are not whole sources of 5; a reference file with another count
     capsys.readouterr()
     assert main(["rerank", "--model", "chrf", "-t", str(tmp_path / "cands.txt"), "--num-candidates", "5"]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cands.txt" in err and "not a whole number of sources" in err, err
     (tmp_path / "two.txt").write_text("\n".join(REFS[:2]) + "\n")
-    assert main(["rerank", "--model", "bleu", "-t", str(tmp_path / "cands.txt"), "--num-candidates", "4", "-r", str(tmp_path / "two.txt")]) != 0
+    assert (
+        main(
+            [
+                "rerank",
+                "--model",
+                "bleu",
+                "-t",
+                str(tmp_path / "cands.txt"),
+                "--num-candidates",
+                "4",
+                "-r",
+                str(tmp_path / "two.txt"),
+            ]
+        )
+        != 0
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "two.txt" in err and "3 sources" in err, err
 
 
 def test_qe_rerank_from_a_table(tmp_path, tiny_encoder, da_rows, write_csv, capsys):
     data = write_csv(tmp_path / "r.csv", da_rows[:32])
-    qe = load_metric(str(export_tiny(CometReferenceless(encoder=str(tiny_encoder)), tiny_encoder, data, tmp_path, "qe")))
+    qe = load_metric(
+        str(export_tiny(CometReferenceless(encoder=str(tiny_encoder)), tiny_encoder, data, tmp_path, "qe"))
+    )
     rows = [{"id": f"s{k}", "src": f"source {k}", "mt": m} for k, r in enumerate(REFS) for m in [r, *_edits(r)]]
     table = write_csv(tmp_path / "cands.csv", rows)
-    assert main(["rerank", "--model", str(qe.path), "--data", str(table), "--source-id-col", "id", "--json", str(tmp_path / "q.json"),
-                 "--quiet", "true"]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                "--model",
+                str(qe.path),
+                "--data",
+                str(table),
+                "--source-id-col",
+                "id",
+                "--json",
+                str(tmp_path / "q.json"),
+                "--quiet",
+                "true",
+            ]
+        )
+        == 0
+    )
     chosen = json.loads((tmp_path / "q.json").read_text())["choices"]
     expected = rerank(qe, [[r, *_edits(r)] for r in REFS], src=[f"source {k}" for k in range(3)])
     assert [c["index"] for c in chosen] == [c.index for c in expected]
@@ -78,7 +139,9 @@ def test_chunks_keep_each_sources_pairs_together():
                     owner.append(s), mt.append(hyp), ref.append(pseudo)
     sources = [owner[i] for i in chunk_order({"mt": mt, "ref": ref})]
     assert sources == sorted(sources)  # each source's 12 rows form one run, sources in input order
-    assert [owner[i] for i in sorted(range(len(ref)), key=ref.__getitem__)] != sorted(owner)  # the old order scattered them
+    assert [owner[i] for i in sorted(range(len(ref)), key=ref.__getitem__)] != sorted(
+        owner
+    )  # the old order scattered them
     # a WMT table: every system's output of a segment shares its reference, so they group together
     table = {"mt": ["a1", "b1", "a2", "b2"], "ref": ["r1", "r2", "r1", "r2"]}
     assert chunk_order(table) == [0, 2, 1, 3]
@@ -89,5 +152,13 @@ def test_a_mapped_source_id_column_must_exist(tmp_path, capsys):
     from lightning_metrics.cli import main
 
     (tmp_path / "c.csv").write_text("source_id,mt,src\n0,a,x\n0,b,x\n1,c,y\n1,d,y\n", encoding="utf-8")
-    assert main(["rerank", "--model", "chrf", "--data", str(tmp_path / "c.csv"), "--source-id-col", "sid", "--mode", "mbr"]) == 2
-    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'c.csv'}: mapped column(s) not found: source_id -> 'sid'; the file's columns are ['mt', 'source_id', 'src']"
+    assert (
+        main(
+            ["rerank", "--model", "chrf", "--data", str(tmp_path / "c.csv"), "--source-id-col", "sid", "--mode", "mbr"]
+        )
+        == 2
+    )
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: {tmp_path / 'c.csv'}: mapped column(s) not found: source_id -> 'sid'; the file's columns are ['mt', 'source_id', 'src']"
+    )

@@ -17,7 +17,13 @@ from lightning_metrics.models import BleurtRegressor, CometEstimator
 
 LONG = " ".join(["the cat sat on the mat and the dog ran fast across the green field"] * 4)
 MT = ["The cat sat on the mat.", LONG, "A dog ran fast.", LONG + " again", "Prices went up."]
-REF = ["The cat is on the mat.", "A dog ran.", "A dog ran fast across the field.", "She left.", "Prices went up five percent."]
+REF = [
+    "The cat is on the mat.",
+    "A dog ran.",
+    "A dog ran fast across the field.",
+    "She left.",
+    "Prices went up five percent.",
+]
 SRC = ["Le chat.", "Le chien.", "Un chien.", "Elle.", "Les prix."]
 
 
@@ -56,8 +62,22 @@ def test_max_length_above_the_encoders_limit_is_one_line(exports, tmp_path, caps
         load_metric(str(exports["cross"]), max_length=129)
     (tmp_path / "mt.txt").write_text("\n".join(MT) + "\n")
     (tmp_path / "ref.txt").write_text("\n".join(REF) + "\n")
-    assert main(["score", "--model", str(exports["cross"]), "-t", str(tmp_path / "mt.txt"), "-r", str(tmp_path / "ref.txt"),
-                 "--max-length", "1000"]) != 0
+    assert (
+        main(
+            [
+                "score",
+                "--model",
+                str(exports["cross"]),
+                "-t",
+                str(tmp_path / "mt.txt"),
+                "-r",
+                str(tmp_path / "ref.txt"),
+                "--max-length",
+                "1000",
+            ]
+        )
+        != 0
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(exports["cross"]) in err and "max_length 1000" in err, err
 
@@ -101,7 +121,23 @@ def test_mc_dropout_std_is_zero_without_dropout_and_positive_with_it(dropout_exp
     for name, lines in (("mt", MT), ("ref", REF), ("src", SRC)):
         (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
     files = ["-t", str(tmp_path / "mt.txt"), "-r", str(tmp_path / "ref.txt"), "-s", str(tmp_path / "src.txt")]
-    assert main(["score", "--model", str(dropout_exports[0.1]), *files, "--mc-dropout", "4", "--seed", "1", "--json", str(tmp_path / "s.json")]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--model",
+                str(dropout_exports[0.1]),
+                *files,
+                "--mc-dropout",
+                "4",
+                "--seed",
+                "1",
+                "--json",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     import json
 
     system = json.loads((tmp_path / "s.json").read_text())["systems"][str(tmp_path / "mt.txt")]

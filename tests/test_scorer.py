@@ -10,23 +10,31 @@ import pytorch_lightning as pl
 import torch
 
 from lightning_metrics import load_metric
-from lightning_metrics.metrics import learned as scorer_module
 from lightning_metrics.cli import main
 from lightning_metrics.data.batching import SentencesCollate
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.export import ExportBest, export_checkpoint
-from lightning_metrics.models import CometEstimator, CometReferenceless
+from lightning_metrics.metrics import learned as scorer_module
 from lightning_metrics.metrics.systems import score_systems
+from lightning_metrics.models import CometEstimator, CometReferenceless
 
 
 def _fit(family, tiny_encoder, data, out, callbacks=()):
     pl.seed_everything(0)
     model = family(encoder=str(tiny_encoder), hidden_sizes=(32,), lr_encoder=1e-3, lr_head=1e-3)
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16, **model.batch_layout)
+    dm = RatingsDataModule(
+        train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16, **model.batch_layout
+    )
     saver = pl.callbacks.ModelCheckpoint(dirpath=out / "ckpt", monitor="val_kendall", mode="max", save_last=True)
-    trainer = pl.Trainer(max_epochs=2, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[saver, *callbacks], default_root_dir=out)
+    trainer = pl.Trainer(
+        max_epochs=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[saver, *callbacks],
+        default_root_dir=out,
+    )
     trainer.fit(model, dm)
     return model, out / "ckpt" / "last.ckpt"
 
@@ -52,7 +60,9 @@ def test_export_scores_equal_the_in_memory_model(estimator, rows, tiny_encoder):
     metric = load_metric(str(folder))
     collate = SentencesCollate(metric.tokenizer, metric.max_length, ("src", "mt", "ref"), [], {}, {})
     with torch.no_grad():
-        in_memory = model.predict_scores(collate([{"src": s, "mt": m, "ref": r, "index": i} for i, (s, m, r) in enumerate(zip(src, mt, ref))]))
+        in_memory = model.predict_scores(
+            collate([{"src": s, "mt": m, "ref": r, "index": i} for i, (s, m, r) in enumerate(zip(src, mt, ref))])
+        )
     assert metric.score(mt=mt, ref=ref, src=src).scores == pytest.approx(in_memory.tolist(), abs=1e-6)
 
 
@@ -109,7 +119,13 @@ def test_reference_free_model_scores_without_references(tmp_path, tiny_encoder, 
 
 def test_fit_exports_its_best_checkpoint(tmp_path, tiny_encoder, da_rows, write_csv):
     out = tmp_path / "checkpoints" / "from-fit"
-    _fit(CometEstimator, tiny_encoder, write_csv(tmp_path / "r.csv", da_rows[:32]), tmp_path, callbacks=[ExportBest(str(out))])
+    _fit(
+        CometEstimator,
+        tiny_encoder,
+        write_csv(tmp_path / "r.csv", da_rows[:32]),
+        tmp_path,
+        callbacks=[ExportBest(str(out))],
+    )
     meta = json.loads((out / "metric.json").read_text())
     assert meta["trained"]["checkpoint"].startswith("epoch=") and "val_kendall" in meta["dev_correlations"]
     assert len(load_metric(str(out)).score(mt=["a b"], ref=["a c"], src=["x y"]).scores) == 1

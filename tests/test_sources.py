@@ -9,8 +9,8 @@ from scipy.special import ndtri
 from lightning_metrics.data.batching import SourceGroupSampler
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.data.sources import normalise_scores, parallel_corpus, row_weights
-from lightning_metrics.export import _data_line
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.export import _data_line
 
 
 def test_z_normalisation_per_group_uses_training_statistics():
@@ -31,7 +31,9 @@ def test_rank_normalisation_gives_ties_one_value_and_tames_the_tail():
     assert out == pytest.approx(expected)
     assert stats.kendalltau(out, mqm)[0] == pytest.approx(1.0)
     assert out[6] == pytest.approx(ndtri(0.5 / 8))  # the worst is one quantile step below the next, not 20 points
-    unseen = normalise_scores([3.0], ["new"], "rank", train_scores=mqm, train_groups=["m"] * 8, pooled={"new": "s", "m": "s"})
+    unseen = normalise_scores(
+        [3.0], ["new"], "rank", train_scores=mqm, train_groups=["m"] * 8, pooled={"new": "s", "m": "s"}
+    )
     assert unseen == pytest.approx([ndtri(1 - 0.5 / 8)])  # above every training value: clipped to the top quantile
     with pytest.raises(LightningMetricsError, match="normalise must be one of"):
         normalise_scores([1.0], ["a"], "minmax")
@@ -55,17 +57,46 @@ def _table(path, rows):
 
 @pytest.fixture()
 def two_sources(tmp_path):
-    da = [{"lp": "de-en", "src": f"s{d}-{k}", "mt": f"out {d} {k} {j}", "ref": f"ref {d} {k}", "score": float(j - 1) + d / 10,
-           "doc_id": f"d{d}", "annotators": 1 + j, "system": f"sys{j}"} for d in range(10) for k in range(2) for j in range(3)]
-    mqm = [{"lp": "zh-en", "src": f"z{k}", "mt": f"cand {k} {j}", "ref": f"zref {k}", "score": -float(j * j) if k % 3 else 0.0,
-            "seg_id": k, "system": f"m{j}"} for k in range(20) for j in range(3)]
+    da = [
+        {
+            "lp": "de-en",
+            "src": f"s{d}-{k}",
+            "mt": f"out {d} {k} {j}",
+            "ref": f"ref {d} {k}",
+            "score": float(j - 1) + d / 10,
+            "doc_id": f"d{d}",
+            "annotators": 1 + j,
+            "system": f"sys{j}",
+        }
+        for d in range(10)
+        for k in range(2)
+        for j in range(3)
+    ]
+    mqm = [
+        {
+            "lp": "zh-en",
+            "src": f"z{k}",
+            "mt": f"cand {k} {j}",
+            "ref": f"zref {k}",
+            "score": -float(j * j) if k % 3 else 0.0,
+            "seg_id": k,
+            "system": f"m{j}",
+        }
+        for k in range(20)
+        for j in range(3)
+    ]
     return _table(tmp_path / "da.csv", da), _table(tmp_path / "mqm.csv", mqm)
 
 
 def test_mixed_sources_are_normalised_split_and_recorded(two_sources, tiny_encoder):
     da, mqm = two_sources
-    dm = RatingsDataModule(train=[{"path": str(da), "name": "da"}, {"path": str(mqm), "name": "mqm", "split_by": "seg_id", "weight": 0.5}],
-                           normalise="rank", weight_by="annotators", val_fraction=0.2, encoder=str(tiny_encoder))
+    dm = RatingsDataModule(
+        train=[{"path": str(da), "name": "da"}, {"path": str(mqm), "name": "mqm", "split_by": "seg_id", "weight": 0.5}],
+        normalise="rank",
+        weight_by="annotators",
+        val_fraction=0.2,
+        encoder=str(tiny_encoder),
+    )
     dm.setup("fit")
     tr, va = dm.train_rows, dm.val_rows
     for source, n_total in (("da", 60), ("mqm", 60)):  # every source keeps its own share of the dev set
@@ -86,9 +117,14 @@ def test_mixed_sources_are_normalised_split_and_recorded(two_sources, tiny_encod
     assert len(set(np.round(w[da_rows], 9))) == 3  # 1, 2 or 3 annotators
     summary = dm.summary()
     assert [s["name"] for s in summary["sources"]] == ["da", "mqm"] and summary["normalise"] == "rank"
-    assert summary["sources"][1]["weight"] == 0.5 and summary["sources"][1]["val_rows"] == sum(s == "mqm" for s in va["source"])
+    assert summary["sources"][1]["weight"] == 0.5 and summary["sources"][1]["val_rows"] == sum(
+        s == "mqm" for s in va["source"]
+    )
     card = _data_line(summary)  # the model card's training-data line names every source
-    assert all(f"source `{name}`: {path}" in card for name, path in (("da", da), ("mqm", mqm))) and "normalised per source and language pair: rank" in card
+    assert (
+        all(f"source `{name}`: {path}" in card for name, path in (("da", da), ("mqm", mqm)))
+        and "normalised per source and language pair: rank" in card
+    )
 
 
 def test_one_source_stays_as_it_was(two_sources, tiny_encoder):
@@ -108,12 +144,21 @@ def test_bad_sources(two_sources, tiny_encoder):
     with pytest.raises(LightningMetricsError, match="no column 'doc_id' to split validation by"):
         dm.setup("fit")
     # every row in one document: the validation split takes it all, and the error says so (not "row weights")
-    one_doc = _table(da.parent / "one.csv", [{"lp": "de-en", "src": f"s{i}", "mt": f"m{i}", "ref": f"r{i}", "score": i, "doc_id": "d"} for i in range(9)])
-    with pytest.raises(LightningMetricsError, match=r"one\.csv: the validation split took all 1 document\(s\) \(doc_id\): nothing is left to train on"):
+    one_doc = _table(
+        da.parent / "one.csv",
+        [{"lp": "de-en", "src": f"s{i}", "mt": f"m{i}", "ref": f"r{i}", "score": i, "doc_id": "d"} for i in range(9)],
+    )
+    with pytest.raises(
+        LightningMetricsError,
+        match=r"one\.csv: the validation split took all 1 document\(s\) \(doc_id\): nothing is left to train on",
+    ):
         RatingsDataModule(train=str(one_doc), encoder=str(tiny_encoder)).setup("fit")
     # a source's column mapping names a column the file lacks: an error naming it, never the file's own score column
     dm = RatingsDataModule(train=[{"path": str(da), "columns": {"score": "quality_z"}}], encoder=str(tiny_encoder))
-    with pytest.raises(LightningMetricsError, match=r"da\.csv: mapped column\(s\) not found: score -> 'quality_z'; the file's columns are"):
+    with pytest.raises(
+        LightningMetricsError,
+        match=r"da\.csv: mapped column\(s\) not found: score -> 'quality_z'; the file's columns are",
+    ):
         dm.setup("fit")
 
 
@@ -126,15 +171,26 @@ def test_source_group_sampler_keeps_a_source_together():
     assert runs == 40  # each group's rows are contiguous
     sampler.set_epoch(1)
     assert list(sampler) != order and sorted(sampler) == list(range(200))
-    assert list(SourceGroupSampler(groups, [0] * 200, 10, seed=3)) == list(SourceGroupSampler(groups, [0] * 200, 10, seed=3))
+    assert list(SourceGroupSampler(groups, [0] * 200, 10, seed=3)) == list(
+        SourceGroupSampler(groups, [0] * 200, 10, seed=3)
+    )
 
 
 def test_parallel_corpus_holds_each_pair_once(two_sources, tmp_path):
     da, mqm = two_sources
-    extra = _table(tmp_path / "more.csv", [{"lp": "ja-en", "src": "s0-0", "mt": "x", "ref": "ref 0 0", "score": 0.0},   # a pair da has
-                                            {"lp": "fr-en", "src": "f", "mt": "y", "ref": "fref", "score": 0.0}])
-    corpus = parallel_corpus([str(da), {"path": str(mqm), "lps": ["zh-en"]}, {"path": str(extra), "exclude_lps": ["fr-en"]}])
-    expected = [(f"s{d}-{k}", f"ref {d} {k}") for d in range(10) for k in range(2)] + [(f"z{k}", f"zref {k}") for k in range(20)]
+    extra = _table(
+        tmp_path / "more.csv",
+        [
+            {"lp": "ja-en", "src": "s0-0", "mt": "x", "ref": "ref 0 0", "score": 0.0},  # a pair da has
+            {"lp": "fr-en", "src": "f", "mt": "y", "ref": "fref", "score": 0.0},
+        ],
+    )
+    corpus = parallel_corpus(
+        [str(da), {"path": str(mqm), "lps": ["zh-en"]}, {"path": str(extra), "exclude_lps": ["fr-en"]}]
+    )
+    expected = [(f"s{d}-{k}", f"ref {d} {k}") for d in range(10) for k in range(2)] + [
+        (f"z{k}", f"zref {k}") for k in range(20)
+    ]
     assert list(zip(corpus["src"], corpus["ref"])) == expected
     with pytest.raises(LightningMetricsError, match="no rows left"):
         parallel_corpus([{"path": str(mqm), "lps": ["de-en"]}])

@@ -24,19 +24,36 @@ REPO = Path(__file__).resolve().parents[1]
 def ratings(tmp_path_factory, da_rows, write_csv):
     """Real DA rows as small CSV files: 64 rows, and 48 + 31 rows in separate documents."""
     folder = tmp_path_factory.mktemp("ratings")
-    return {"64": write_csv(folder / "r64.csv", da_rows[:64]), "train": write_csv(folder / "train.csv", da_rows[:48]),
-            "val": write_csv(folder / "val.csv", da_rows[100:131])}
+    return {
+        "64": write_csv(folder / "r64.csv", da_rows[:64]),
+        "train": write_csv(folder / "train.csv", da_rows[:48]),
+        "val": write_csv(folder / "val.csv", da_rows[100:131]),
+    }
 
 
 def trainer(**kwargs):
-    defaults = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
+    defaults = dict(
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
     return pl.Trainer(**{**defaults, **kwargs})
 
 
 def test_overfits_64_rows(tiny_encoder, ratings):
     pl.seed_everything(0)
     dm = RatingsDataModule(train=str(ratings["64"]), val=str(ratings["64"]), encoder=str(tiny_encoder), batch_size=16)
-    model = BleurtRegressor(encoder=str(tiny_encoder), lr_encoder=3e-3, lr_head=3e-3, layerwise_decay=1.0, warmup_ratio=0.0, dropout=0.0, weight_decay=0.0)
+    model = BleurtRegressor(
+        encoder=str(tiny_encoder),
+        lr_encoder=3e-3,
+        lr_head=3e-3,
+        layerwise_decay=1.0,
+        warmup_ratio=0.0,
+        dropout=0.0,
+        weight_decay=0.0,
+    )
     t = trainer(max_epochs=60, check_val_every_n_epoch=60)
     t.fit(model, dm)
     assert t.callback_metrics["val_pearson"] > 0.9
@@ -67,8 +84,12 @@ def test_layerwise_learning_rates(tiny_encoder):
 @pytest.mark.parametrize("frozen_epochs, encoder_moves", [(1.0, False), (0.0, True)])
 def test_encoder_freezing(tiny_encoder, ratings, frozen_epochs, encoder_moves):
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=16)
-    model = BleurtRegressor(encoder=str(tiny_encoder), nr_frozen_epochs=frozen_epochs, lr_encoder=1e-2, warmup_ratio=0.0)
+    dm = RatingsDataModule(
+        train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=16
+    )
+    model = BleurtRegressor(
+        encoder=str(tiny_encoder), nr_frozen_epochs=frozen_epochs, lr_encoder=1e-2, warmup_ratio=0.0
+    )
     before = {k: v.clone() for k, v in model.state_dict().items()}
     trainer(max_epochs=1, limit_val_batches=0).fit(model, dm)
     after = model.state_dict()
@@ -90,12 +111,20 @@ def test_document_split_keeps_documents_whole(da_rows, tmp_path, tiny_encoder, w
 def test_pretrain_then_finetune_from_checkpoint(tiny_encoder, ratings, tmp_path):
     from data_gen.pipeline import Recipe, generate, write_dataset
 
-    refs = ["The cat sat on the mat.", "A dog ran fast across the green field.", "She left her umbrella on the bus.",
-            "The museum opens at nine o'clock.", "It never rains here in the summer.", "Prices went up five percent this year."] * 3
+    refs = [
+        "The cat sat on the mat.",
+        "A dog ran fast across the green field.",
+        "She left her umbrella on the bus.",
+        "The museum opens at nine o'clock.",
+        "It never rains here in the summer.",
+        "Prices went up five percent this year.",
+    ] * 3
     recipe = Recipe(signals=["bleu", "chrf", "rougeL"])
     write_dataset(generate(refs, recipe, pairs_per_sentence=3, seed=0, progress=False), tmp_path / "syn", (0, 1), {})
     targets = ["score", "bleu", "chrf", "rougeL"]
-    dm = PretrainDataModule(data=str(tmp_path / "syn"), val_fraction=0.2, encoder=str(tiny_encoder), targets=targets, batch_size=8)
+    dm = PretrainDataModule(
+        data=str(tmp_path / "syn"), val_fraction=0.2, encoder=str(tiny_encoder), targets=targets, batch_size=8
+    )
     model = BleurtRegressor(encoder=str(tiny_encoder), targets=targets, loss_weights={"score": 2.0})
     t = trainer(max_epochs=1, default_root_dir=tmp_path)
     t.fit(model, dm)
@@ -104,24 +133,51 @@ def test_pretrain_then_finetune_from_checkpoint(tiny_encoder, ratings, tmp_path)
     t.save_checkpoint(ckpt)
     tuned = BleurtRegressor(encoder=str(tiny_encoder), targets=["score"], init_from=str(ckpt))
     assert torch.equal(tuned.head[-1].weight[0], model.head[-1].weight[0])  # the score row carried over
-    assert torch.equal(tuned.encoder.encoder.layer[0].output.dense.weight, model.encoder.encoder.layer[0].output.dense.weight)
+    assert torch.equal(
+        tuned.encoder.encoder.layer[0].output.dense.weight, model.encoder.encoder.layer[0].output.dense.weight
+    )
     assert not bool(tuned.stats_ready)
 
 
 def _config(tmp_path, tiny_encoder, ratings, **trainer_overrides):
     config = {
         "seed_everything": 0,
-        "model": {"class_path": "lightning_metrics.models.BleurtRegressor",
-                  "init_args": {"encoder": str(tiny_encoder), "lr_encoder": 1e-3, "lr_head": 1e-3}},
-        "data": {"class_path": "lightning_metrics.data.modules.RatingsDataModule",
-                 "init_args": {"train": str(ratings["train"]), "val": str(ratings["val"]), "encoder": str(tiny_encoder), "batch_size": 8}},
-        "trainer": {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "default_root_dir": str(tmp_path), "enable_progress_bar": False,
-                    "val_check_interval": 1.0,  # the shared trainer defaults validate twice an epoch
-                    "num_sanity_val_steps": 0, "enable_model_summary": False,
-                    "logger": [{"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(tmp_path), "name": "csv"}}],
-                    "callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-                                   "init_args": {"dirpath": str(tmp_path / "ckpt"), "save_last": True, "save_top_k": 0}}],
-                    **trainer_overrides},
+        "model": {
+            "class_path": "lightning_metrics.models.BleurtRegressor",
+            "init_args": {"encoder": str(tiny_encoder), "lr_encoder": 1e-3, "lr_head": 1e-3},
+        },
+        "data": {
+            "class_path": "lightning_metrics.data.modules.RatingsDataModule",
+            "init_args": {
+                "train": str(ratings["train"]),
+                "val": str(ratings["val"]),
+                "encoder": str(tiny_encoder),
+                "batch_size": 8,
+            },
+        },
+        "trainer": {
+            "max_epochs": 2,
+            "accelerator": "cpu",
+            "devices": 1,
+            "default_root_dir": str(tmp_path),
+            "enable_progress_bar": False,
+            "val_check_interval": 1.0,  # the shared trainer defaults validate twice an epoch
+            "num_sanity_val_steps": 0,
+            "enable_model_summary": False,
+            "logger": [
+                {
+                    "class_path": "pytorch_lightning.loggers.CSVLogger",
+                    "init_args": {"save_dir": str(tmp_path), "name": "csv"},
+                }
+            ],
+            "callbacks": [
+                {
+                    "class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                    "init_args": {"dirpath": str(tmp_path / "ckpt"), "save_last": True, "save_top_k": 0},
+                }
+            ],
+            **trainer_overrides,
+        },
     }
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "config.yaml"
@@ -136,11 +192,26 @@ def test_resume_gives_identical_weights(tiny_encoder, ratings, tmp_path):
     import signal
     import time
 
-    every_epoch = {"callbacks": [{"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-                                  "init_args": {"dirpath": str(tmp_path / "a" / "ckpt"), "filename": "{epoch}", "save_top_k": -1, "save_last": True}}]}
+    every_epoch = {
+        "callbacks": [
+            {
+                "class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+                "init_args": {
+                    "dirpath": str(tmp_path / "a" / "ckpt"),
+                    "filename": "{epoch}",
+                    "save_top_k": -1,
+                    "save_last": True,
+                },
+            }
+        ]
+    }
     config = _config(tmp_path / "a", tiny_encoder, ratings, **every_epoch)
-    run = subprocess.Popen([sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     first = tmp_path / "a" / "ckpt" / "epoch=0.ckpt"
     deadline = time.time() + 300
     while not first.exists() and run.poll() is None and time.time() < deadline:
@@ -172,7 +243,9 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
         logged = [row for row in csv.DictReader(f) if row.get("val_kendall")]
     ddp_kendall = float(logged[-1]["val_kendall"])
     model = BleurtRegressor.load_from_checkpoint(tmp_path / "ckpt" / "last.ckpt", weights_only=True)
-    dm = RatingsDataModule(train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=8)
+    dm = RatingsDataModule(
+        train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=8
+    )
     single = trainer(accelerator="cpu", devices=1).validate(model, dm, verbose=False)[0]["val_kendall"]
     assert single == pytest.approx(ddp_kendall, abs=1e-6)
     assert len(dm.val_rows["mt"]) == 31  # odd: the distributed sampler padded one rank
@@ -190,10 +263,28 @@ def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, rat
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node", "1", "--master_addr", "127.0.0.1",
-              "--master_port", str(port)]
-    procs = [subprocess.Popen([*launch, "--node_rank", str(rank), "-m", "lightning_metrics.cli", "fit", "--config", str(nodes)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    launch = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "2",
+        "--nproc_per_node",
+        "1",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(port),
+    ]
+    procs = [
+        subprocess.Popen(
+            [*launch, "--node_rank", str(rank), "-m", "lightning_metrics.cli", "fit", "--config", str(nodes)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
     try:
         errors = [p.communicate(timeout=420)[1] for p in procs]
     finally:
@@ -204,7 +295,9 @@ def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, rat
     b = torch.load(tmp_path / "torchrun" / "ckpt" / "last.ckpt", weights_only=True)["state_dict"]
     assert a.keys() == b.keys()
     pl.seed_everything(0)
-    start = BleurtRegressor(encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3).state_dict()  # the config's model, seeded alike
+    start = BleurtRegressor(
+        encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3
+    ).state_dict()  # the config's model, seeded alike
     step = max((a[k] - start[k]).abs().max().item() for k in a if k.startswith("head."))
     assert step > 1e-3  # training moved the weights far more than the tolerance below
     for key in a:  # equal up to the order of gloo's float additions (2e-8 seen)
@@ -215,13 +308,28 @@ def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, rat
     "override, message",
     [
         (["--model.init_args.no_such_key", "1"], "no_such_key"),
-        (["--data.init_args.train", "/nonexistent/ratings.csv"], "error: /nonexistent/ratings.csv: data file not found (data.init_args.train)"),
+        (
+            ["--data.init_args.train", "/nonexistent/ratings.csv"],
+            "error: /nonexistent/ratings.csv: data file not found (data.init_args.train)",
+        ),
         (["--model.init_args.targets", "[quality]"], "missing required column 'quality'"),  # linked to the data
-        (["--data.init_args.normalise", "zz"], "config.yaml: data.init_args.normalise: 'zz' is not one of none, z, rank"),
+        (
+            ["--data.init_args.normalise", "zz"],
+            "config.yaml: data.init_args.normalise: 'zz' is not one of none, z, rank",
+        ),
         (["--data.init_args.val_fraction", "1.5"], "config.yaml: data.init_args.val_fraction: 1.5 is outside (0, 1)"),
-        (["--model.init_args.pooling", "mean"], "config.yaml: model.init_args.pooling: 'mean' is not one of avg, max, cls"),
-        (["--data.init_args.train", "[/nonexistent/a.csv]"], "error: /nonexistent/a.csv: data file not found (data.init_args.train[0].path)"),
-        (["--data.init_args.train", "[{path: x.csv, wieght: 2}]"], "config.yaml: data.init_args.train[0]: unknown rating-source key(s) ['wieght']"),
+        (
+            ["--model.init_args.pooling", "mean"],
+            "config.yaml: model.init_args.pooling: 'mean' is not one of avg, max, cls",
+        ),
+        (
+            ["--data.init_args.train", "[/nonexistent/a.csv]"],
+            "error: /nonexistent/a.csv: data file not found (data.init_args.train[0].path)",
+        ),
+        (
+            ["--data.init_args.train", "[{path: x.csv, wieght: 2}]"],
+            "config.yaml: data.init_args.train[0]: unknown rating-source key(s) ['wieght']",
+        ),
     ],
 )
 def test_bad_config_fails_before_training(tiny_encoder, ratings, tmp_path, capsys, override, message):

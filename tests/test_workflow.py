@@ -7,19 +7,41 @@ import os
 import re
 import subprocess
 import sys
-import pytest
 
+import pytest
 from conftest import REPO, TINY_CORPUS
 
-OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline"}
-TINY_RUN = ["--trainer.max_epochs", "1", "--trainer.limit_train_batches", "4", "--trainer.limit_val_batches", "2",
-            "--trainer.accelerator", "cpu", "--data.init_args.batch_size", "8"]
+OFFLINE = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "WANDB_MODE": "offline",
+}
+TINY_RUN = [
+    "--trainer.max_epochs",
+    "1",
+    "--trainer.limit_train_batches",
+    "4",
+    "--trainer.limit_val_batches",
+    "2",
+    "--trainer.accelerator",
+    "cpu",
+    "--data.init_args.batch_size",
+    "8",
+]
 
 
 def lm(cwd, *args, timeout=300):
     """``lightning-metrics ARGS`` in ``cwd``, as a user's shell runs it; returns the finished process."""
-    return subprocess.run([sys.executable, "-m", "lightning_metrics.cli", *map(str, args)], cwd=cwd, env=OFFLINE,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "lightning_metrics.cli", *map(str, args)],
+        cwd=cwd,
+        env=OFFLINE,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def ok(proc):
@@ -46,13 +68,28 @@ FAMILIES = [  # config, run folder, needs references, needs sources
 ]
 
 
-@pytest.mark.parametrize("config, run_dir, reads_ref, reads_src", FAMILIES, ids=[c.split("/", 1)[1] for c, *_ in FAMILIES])
+@pytest.mark.parametrize(
+    "config, run_dir, reads_ref, reads_src", FAMILIES, ids=[c.split("/", 1)[1] for c, *_ in FAMILIES]
+)
 def test_fit_export_score_evaluate(tmp_path, tiny_encoder, ratings, config, run_dir, reads_ref, reads_src):
     for name in ("ratings.csv", "hyp.txt", "ref.txt", "src.txt"):
         (tmp_path / name).write_bytes((ratings / name).read_bytes())
     # the encoder is stated once, on the model: the data module follows it (linked)
-    ok(lm(tmp_path, "fit", "--config", REPO / config, "--model.init_args.encoder", tiny_encoder,
-          "--data.init_args.train", "ratings.csv", "--data.init_args.val_fraction", "0.3", *TINY_RUN))
+    ok(
+        lm(
+            tmp_path,
+            "fit",
+            "--config",
+            REPO / config,
+            "--model.init_args.encoder",
+            tiny_encoder,
+            "--data.init_args.train",
+            "ratings.csv",
+            "--data.init_args.val_fraction",
+            "0.3",
+            *TINY_RUN,
+        )
+    )
     ckpt = f"{run_dir}/lightning_logs/version_0/checkpoints/last.ckpt"
     assert "-> checkpoints/m" in ok(lm(tmp_path, "export", ckpt, "--out", "checkpoints/m"))
 
@@ -62,32 +99,117 @@ def test_fit_export_score_evaluate(tmp_path, tiny_encoder, ratings, config, run_
     scores = json.loads((tmp_path / "scores.json").read_text())["systems"]["hyp.txt"]
     assert len(scores["scores"]) == 24 and printed[-2] == f"hyp.txt\tscore: {scores['system_score']:.4f}"
 
-    table = ok(lm(tmp_path, "evaluate", "--data", "ratings.csv", "--metrics", "checkpoints/m", "chrf", "--group", "lp", "--bootstrap", "20"))
-    assert re.search(r"^checkpoints/m\s+is-en\s+-?0\.\d{4} \[", table, re.M) and re.search(r"^chrf\s+is-en\s", table, re.M)
+    table = ok(
+        lm(
+            tmp_path,
+            "evaluate",
+            "--data",
+            "ratings.csv",
+            "--metrics",
+            "checkpoints/m",
+            "chrf",
+            "--group",
+            "lp",
+            "--bootstrap",
+            "20",
+        )
+    )
+    assert re.search(r"^checkpoints/m\s+is-en\s+-?0\.\d{4} \[", table, re.M) and re.search(
+        r"^chrf\s+is-en\s", table, re.M
+    )
 
     if reads_src:  # probe keeps each sentence's source and perturbs the reference side
-        probed = ok(lm(tmp_path, "probe", "--metric", "checkpoints/m", "--corpus", "ref.txt", "--sources", "src.txt", "--n", "12"))
+        probed = ok(
+            lm(
+                tmp_path,
+                "probe",
+                "--metric",
+                "checkpoints/m",
+                "--corpus",
+                "ref.txt",
+                "--sources",
+                "src.txt",
+                "--n",
+                "12",
+            )
+        )
         assert re.search(r"^deletion\s+0\.40\s+\d+\s+[01]\.\d{3}\s+-?\d+\.\d{4}$", probed, re.M)
         missing = lm(tmp_path, "probe", "--metric", "checkpoints/m", "--corpus", "ref.txt", "--n", "12")
         assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
             "error: checkpoints/m reads sources: give --sources FILE (a line per corpus sentence) "
-            "or a parallel --corpus table with src and ref columns"]
+            "or a parallel --corpus table with src and ref columns"
+        ]
 
 
 def test_bleurt_pretrain_then_finetune(tmp_path, tiny_encoder, ratings):
     """generate -> fit configs/bleurt/pretrain.yaml -> fit configs/bleurt/finetune.yaml with init_from -> export -> score."""
     (tmp_path / "corpus.txt").write_text("\n".join(TINY_CORPUS) + "\n", encoding="utf-8")
     (tmp_path / "ratings.csv").write_bytes((ratings / "ratings.csv").read_bytes())
-    ok(lm(tmp_path, "generate", "--corpus", "corpus.txt", "--out", "runs/synthetic", "--pairs-per-sentence", "4",
-          "--recipe", REPO / "configs/data_gen/lexical.yaml", "--num-proc", "1"))
+    ok(
+        lm(
+            tmp_path,
+            "generate",
+            "--corpus",
+            "corpus.txt",
+            "--out",
+            "runs/synthetic",
+            "--pairs-per-sentence",
+            "4",
+            "--recipe",
+            REPO / "configs/data_gen/lexical.yaml",
+            "--num-proc",
+            "1",
+        )
+    )
     # the targets, stated on the model, reach the data module through the link
-    ok(lm(tmp_path, "fit", "--config", REPO / "configs/bleurt/pretrain.yaml", "--model.init_args.encoder", tiny_encoder,
-          "--model.init_args.targets", "[score, bleu, chrf, rougeL]", "--model.init_args.loss_weights", "{score: 2.0}",
-          "--data.init_args.val_fraction", "0.2", *TINY_RUN))
+    ok(
+        lm(
+            tmp_path,
+            "fit",
+            "--config",
+            REPO / "configs/bleurt/pretrain.yaml",
+            "--model.init_args.encoder",
+            tiny_encoder,
+            "--model.init_args.targets",
+            "[score, bleu, chrf, rougeL]",
+            "--model.init_args.loss_weights",
+            "{score: 2.0}",
+            "--data.init_args.val_fraction",
+            "0.2",
+            *TINY_RUN,
+        )
+    )
     pre = "runs/bleurt_pretrain/lightning_logs/version_0/checkpoints/last.ckpt"
-    ok(lm(tmp_path, "fit", "--config", REPO / "configs/bleurt/finetune.yaml", "--model.init_args.encoder", tiny_encoder,
-          "--model.init_args.init_from", pre, "--data.init_args.train", "ratings.csv", "--data.init_args.val_fraction", "0.3", *TINY_RUN))
-    ok(lm(tmp_path, "export", "runs/bleurt_finetune/lightning_logs/version_0/checkpoints/last.ckpt", "--out", "checkpoints/bleurt"))
+    ok(
+        lm(
+            tmp_path,
+            "fit",
+            "--config",
+            REPO / "configs/bleurt/finetune.yaml",
+            "--model.init_args.encoder",
+            tiny_encoder,
+            "--model.init_args.init_from",
+            pre,
+            "--data.init_args.train",
+            "ratings.csv",
+            "--data.init_args.val_fraction",
+            "0.3",
+            *TINY_RUN,
+        )
+    )
+    ok(
+        lm(
+            tmp_path,
+            "export",
+            "runs/bleurt_finetune/lightning_logs/version_0/checkpoints/last.ckpt",
+            "--out",
+            "checkpoints/bleurt",
+        )
+    )
     (tmp_path / "h.txt").write_text("The cat sat on the mat.\n", encoding="utf-8")
     (tmp_path / "r.txt").write_text("The cat is on the mat.\n", encoding="utf-8")
-    assert re.search(r"^h\.txt\tscore: -?\d+\.\d{4}$", ok(lm(tmp_path, "score", "--model", "checkpoints/bleurt", "-t", "h.txt", "-r", "r.txt")), re.M)
+    assert re.search(
+        r"^h\.txt\tscore: -?\d+\.\d{4}$",
+        ok(lm(tmp_path, "score", "--model", "checkpoints/bleurt", "-t", "h.txt", "-r", "r.txt")),
+        re.M,
+    )

@@ -37,7 +37,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import workloads as w  # noqa: E402
 
-FULL = {"shapes": ["minilm", "large"], "scoring_rows": 10000, "bertscore_rows": 10000, "train_rows": {"minilm": 2000, "large": 500}}
+FULL = {
+    "shapes": ["minilm", "large"],
+    "scoring_rows": 10000,
+    "bertscore_rows": 10000,
+    "train_rows": {"minilm": 2000, "large": 500},
+}
 DRY = {"shapes": ["tiny"], "scoring_rows": 48, "bertscore_rows": 48, "train_rows": {"tiny": 32}}
 CARRY = w.BENCH / "carry"
 
@@ -68,7 +73,11 @@ def scoring(shape: str, encoder: Path, rows: list[dict], cfg, out: Path) -> dict
     data = w.write_rows(rows, out / f"score-{shape}.csv", ("src", "mt", "ref"))
     unique = list(dict.fromkeys(r[k] for r in rows for k in ("src", "mt", "ref")))
     flops = w.forward_flops(w.token_lengths(encoder, unique), shape)
-    peer = attempt(lambda: w.time_peer_scoring(encoder, out / f"metric-{shape}" / "comet.safetensors", data, len(rows), cfg.peer, cfg.gpu))
+    peer = attempt(
+        lambda: w.time_peer_scoring(
+            encoder, out / f"metric-{shape}" / "comet.safetensors", data, len(rows), cfg.peer, cfg.gpu
+        )
+    )
     ours = {p: w.time_ours_scoring(folder, rows, p, cfg.device) for p in ("fp32", "bf16")}
     return {"peer": {"fp32": peer}, "ours": ours, "flops": flops, "peer_name": "unbabel-comet predict"}
 
@@ -89,8 +98,12 @@ def training(shape: str, encoder: Path, rows: list[dict], cfg, out: Path) -> dic
     flops = w.forward_flops(lengths, shape) * (0.3 * 1 + 0.7 * 3)  # frozen 30% of the epoch: forward only
     result: dict = {"peer": {}, "ours": {}, "flops": flops, "peer_name": "unbabel-comet fit"}
     for precision in ("32-true", "bf16-mixed"):
-        result["peer"][precision] = attempt(lambda: w.time_peer_training(encoder, data, len(rows), precision, cfg.peer, cfg.gpu))
-        result["ours"][precision] = w.time_ours_training(encoder, data, len(rows), precision, cfg.gpu, out / "fit", cfg.seed)
+        result["peer"][precision] = attempt(
+            lambda: w.time_peer_training(encoder, data, len(rows), precision, cfg.peer, cfg.gpu)
+        )
+        result["ours"][precision] = w.time_ours_training(
+            encoder, data, len(rows), precision, cfg.gpu, out / "fit", cfg.seed
+        )
     return result
 
 
@@ -107,12 +120,22 @@ def summarise(work: str, shape: str, res: dict, rate: float | None) -> dict:
     """One table row: throughput per side and precision, ratios to the peer's best, score differences, FLOP shares."""
     peer_best = max((r for r in res["peer"].values() if r), key=lambda r: r["rows"] / r["seconds"], default=None)
     peer_ref = next((r for r in res["peer"].values() if r and "scores" in r), None)
-    row = {"work": work, "shape": shape, "rows": next(iter(res["ours"].values()))["rows"], "peer": res["peer_name"], "sides": {}}
+    row = {
+        "work": work,
+        "shape": shape,
+        "rows": next(iter(res["ours"].values()))["rows"],
+        "peer": res["peer_name"],
+        "sides": {},
+    }
     for side in ("peer", "ours"):
         for precision, r in res[side].items():
             if r is None:
                 continue
-            entry = {"rows_per_s": r["rows"] / r["seconds"], "seconds": r["seconds"], "share_of_bf16_rate": share(res["flops"], r, rate)}
+            entry = {
+                "rows_per_s": r["rows"] / r["seconds"],
+                "seconds": r["seconds"],
+                "share_of_bf16_rate": share(res["flops"], r, rate),
+            }
             if side == "ours" and peer_best is not None:
                 entry["ratio_to_peer_best"] = peer_best["seconds"] / r["seconds"]
             if side == "ours" and peer_ref is not None and "scores" in r:
@@ -123,10 +146,15 @@ def summarise(work: str, shape: str, res: dict, rate: float | None) -> dict:
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
-    lines = [f"GPU benchmark, {meta['date']}, {meta['device']}; torch {meta['torch']}; bf16 matmul rate measured "
-             f"{meta['bf16_tflops']:.0f} TFLOP/s" if meta["bf16_tflops"] else f"dry run, {meta['date']}, {meta['device']}", "",
-             "| work | shape | rows | side | rows/s | × peer's best | max abs diff to peer fp32 | share of bf16 rate |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"GPU benchmark, {meta['date']}, {meta['device']}; torch {meta['torch']}; bf16 matmul rate measured "
+        f"{meta['bf16_tflops']:.0f} TFLOP/s"
+        if meta["bf16_tflops"]
+        else f"dry run, {meta['date']}, {meta['device']}",
+        "",
+        "| work | shape | rows | side | rows/s | × peer's best | max abs diff to peer fp32 | share of bf16 rate |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         if "error" in row:
             lines.append(f"| {row['work']} | {row['shape']} | | failed: {row['error'][:120]} | | | | |")
@@ -136,7 +164,9 @@ def markdown(rows: list[dict], meta: dict) -> str:
             ratio = f"{e['ratio_to_peer_best']:.2f}×" if "ratio_to_peer_best" in e else ""
             diff = f"{e['max_abs_diff_to_peer']:.1e}" if "max_abs_diff_to_peer" in e else ""
             part = f"{100 * e['share_of_bf16_rate']:.1f}%" if e["share_of_bf16_rate"] is not None else "n/a"
-            lines.append(f"| {row['work']} | {row['shape']} | {row['rows']} | {name} | {e['rows_per_s']:,.0f} | {ratio} | {diff} | {part} |")
+            lines.append(
+                f"| {row['work']} | {row['shape']} | {row['rows']} | {name} | {e['rows_per_s']:,.0f} | {ratio} | {diff} | {part} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -163,30 +193,51 @@ def configure(args) -> argparse.Namespace:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/gpu-bench")
-    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shape, a few rows: checks every path, measures nothing")
-    parser.add_argument("--work", nargs="+", default=["scoring", "bertscore", "training"], choices=["scoring", "bertscore", "training"])
+    parser.add_argument(
+        "--dry-run", action="store_true", help="CPU, tiny shape, a few rows: checks every path, measures nothing"
+    )
+    parser.add_argument(
+        "--work", nargs="+", default=["scoring", "bertscore", "training"], choices=["scoring", "bertscore", "training"]
+    )
     parser.add_argument("--shapes", nargs="+", default=None, choices=sorted(w.SHAPES))
-    parser.add_argument("--peer-python", default=None, help="python with unbabel-comet (default .venv-comet/bin/python when present)")
-    parser.add_argument("--peer-path", default=None, help="PYTHONPATH for the peer (its carried transformers 4 and unbabel-comet)")
-    parser.add_argument("--tokenizer", default=None, help="tokenizer folder (default: benchmarks/gpu/carry/tokenizer, else MiniLM's)")
-    parser.add_argument("--data", default=None, help="DA ratings CSV (default: the carried sample, else ../shared/data)")
+    parser.add_argument(
+        "--peer-python", default=None, help="python with unbabel-comet (default .venv-comet/bin/python when present)"
+    )
+    parser.add_argument(
+        "--peer-path", default=None, help="PYTHONPATH for the peer (its carried transformers 4 and unbabel-comet)"
+    )
+    parser.add_argument(
+        "--tokenizer", default=None, help="tokenizer folder (default: benchmarks/gpu/carry/tokenizer, else MiniLM's)"
+    )
+    parser.add_argument(
+        "--data", default=None, help="DA ratings CSV (default: the carried sample, else ../shared/data)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = configure(parser.parse_args())
     plan = DRY if args.dry_run else FULL
     out = Path(args.out)
     (out / "fit").mkdir(parents=True, exist_ok=True)
     rate = w.bf16_matmul_rate()
-    meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__, "bf16_tflops": rate / 1e12 if rate else None,
-            "device": torch.cuda.get_device_name() if args.gpu else f"CPU ({platform.processor() or platform.machine()})"}
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "bf16_tflops": rate / 1e12 if rate else None,
+        "device": torch.cuda.get_device_name() if args.gpu else f"CPU ({platform.processor() or platform.machine()})",
+    }
     print(json.dumps(meta), flush=True)
     table = []
     shapes = {shape: w.build_encoder(shape, args.tokenizer, out, args.seed) for shape in args.shapes or plan["shapes"]}
     for work in args.work:  # work by work, so a failure in one leaves the others measured
         for shape, encoder in shapes.items():
-            rows = wmt_rows(Path(args.data), plan["train_rows"].get(shape, 1000) if work == "training" else plan[f"{work}_rows"])
+            rows = wmt_rows(
+                Path(args.data), plan["train_rows"].get(shape, 1000) if work == "training" else plan[f"{work}_rows"]
+            )
             try:
-                res = {"scoring": lambda: scoring(shape, encoder, rows, args, out), "bertscore": lambda: bertscore(shape, encoder, rows, args),
-                       "training": lambda: training(shape, encoder, rows, args, out)}[work]()
+                res = {
+                    "scoring": lambda: scoring(shape, encoder, rows, args, out),
+                    "bertscore": lambda: bertscore(shape, encoder, rows, args),
+                    "training": lambda: training(shape, encoder, rows, args, out),
+                }[work]()
             except Exception as e:  # noqa: BLE001 (recorded in the results and printed; the run goes on)
                 table.append({"work": work, "shape": shape, "error": f"{type(e).__name__}: {e}"})
                 print(json.dumps(table[-1]), flush=True)

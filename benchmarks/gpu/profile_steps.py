@@ -16,17 +16,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch  # noqa: E402
-from torch.profiler import ProfilerActivity, profile  # noqa: E402
-
 import bench  # noqa: E402
+import torch  # noqa: E402
 import workloads as w  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 
 def tables(prof, rows: int = 18) -> str:
     device = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
-    return "\n".join([prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows),
-                      prof.key_averages().table(sort_by=device, row_limit=rows)])
+    return "\n".join(
+        [
+            prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows),
+            prof.key_averages().table(sort_by=device, row_limit=rows),
+        ]
+    )
 
 
 def main() -> None:
@@ -37,7 +40,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    cfg = bench.configure(argparse.Namespace(dry_run=False, peer_python=None, peer_path=None, tokenizer=None, data=None, seed=args.seed))
+    cfg = bench.configure(
+        argparse.Namespace(dry_run=False, peer_python=None, peer_path=None, tokenizer=None, data=None, seed=args.seed)
+    )
     out = Path(args.out)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cfg.gpu else [])
     from score_speed import build_metric
@@ -53,7 +58,10 @@ def main() -> None:
         w.time_ours_scoring(folder, rows[:256], precision, cfg.device)
         with profile(activities=activities) as prof:
             result = w.time_ours_scoring(folder, rows, precision, cfg.device)
-        note(report, f"## scoring, {args.shape}, {precision}, {len(rows)} rows: {result['seconds']:.2f} s\n{tables(prof)}")
+        note(
+            report,
+            f"## scoring, {args.shape}, {precision}, {len(rows)} rows: {result['seconds']:.2f} s\n{tables(prof)}",
+        )
     import lightning_metrics.models.base as base  # the same, with every attention kernel allowed (cuDNN's too)
 
     base.attention_kernels = nullcontext

@@ -28,9 +28,27 @@ HEAD = [1024, 256]
 # BERT shapes: all-MiniLM-L6-v2's, XLM-R-large's (24 x 1024; BERT's vocabulary, the same arithmetic
 # per token), and a tiny one for the CPU dry run. ``bertscore_layer``: the layer BERTScore reads.
 SHAPES = {
-    "minilm": {"num_hidden_layers": 6, "hidden_size": 384, "num_attention_heads": 12, "intermediate_size": 1536, "bertscore_layer": 4},
-    "large": {"num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 16, "intermediate_size": 4096, "bertscore_layer": 17},
-    "tiny": {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64, "bertscore_layer": 1},
+    "minilm": {
+        "num_hidden_layers": 6,
+        "hidden_size": 384,
+        "num_attention_heads": 12,
+        "intermediate_size": 1536,
+        "bertscore_layer": 4,
+    },
+    "large": {
+        "num_hidden_layers": 24,
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "intermediate_size": 4096,
+        "bertscore_layer": 17,
+    },
+    "tiny": {
+        "num_hidden_layers": 2,
+        "hidden_size": 32,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "bertscore_layer": 1,
+    },
 }
 
 
@@ -53,7 +71,11 @@ def forward_flops(lengths, shape: str, layers: int | None = None) -> float:
     """Matrix FLOPs of one encoder forward over sequences of ``lengths`` tokens: per layer, the
     projections and feed-forward (2 x tokens x parameters) and attention's two products (4 x n^2 x H)."""
     s = SHAPES[shape]
-    h, inter, n_layers = s["hidden_size"], s["intermediate_size"], layers if layers is not None else s["num_hidden_layers"]
+    h, inter, n_layers = (
+        s["hidden_size"],
+        s["intermediate_size"],
+        layers if layers is not None else s["num_hidden_layers"],
+    )
     n = np.asarray(lengths, dtype=np.float64)
     per_layer = 2 * n.sum() * (4 * h * h + 2 * h * inter) + 4 * (n**2).sum() * h
     return float(n_layers * per_layer)
@@ -118,18 +140,36 @@ def run_peer(args: list[str], peer: dict) -> dict:
     cmd = [peer["python"], str(REPO / "benchmarks" / "peers" / "comet_peer.py"), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise RuntimeError(f"unbabel-comet failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+        raise RuntimeError(
+            f"unbabel-comet failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def time_peer_scoring(encoder: Path, weights: Path, data: Path, n_rows: int, peer: dict, gpu: bool) -> dict:
-    out = run_peer(["predict", "--data", str(data), "--encoder", str(encoder), "--weights", str(weights), "--batch", "64",
-                    "--accelerator", "gpu" if gpu else "cpu"], peer)
+    out = run_peer(
+        [
+            "predict",
+            "--data",
+            str(data),
+            "--encoder",
+            str(encoder),
+            "--weights",
+            str(weights),
+            "--batch",
+            "64",
+            "--accelerator",
+            "gpu" if gpu else "cpu",
+        ],
+        peer,
+    )
     return {"seconds": out["seconds"], "rows": n_rows, "scores": np.asarray(out["scores"])}
 
 
 # -- BERTScore ---------------------------------------------------------------------------------
-def time_ours_bertscore(encoder: Path, layer: int, cands: list[str], refs: list[str], precision: str, device: str) -> dict:
+def time_ours_bertscore(
+    encoder: Path, layer: int, cands: list[str], refs: list[str], precision: str, device: str
+) -> dict:
     from lightning_metrics.bertscore import BERTScorer
 
     scorer = BERTScorer(str(encoder), layer=layer, device=device, precision=precision, progress=False)
@@ -160,12 +200,37 @@ def time_ours_training(encoder: Path, data: Path, n_rows: int, precision: str, g
     from lightning_metrics.models import CometEstimator
 
     pl.seed_everything(seed, verbose=False)
-    model = CometEstimator(encoder=str(encoder), hidden_sizes=HEAD, lr_encoder=3e-5, lr_head=3e-4, layerwise_decay=0.9,
-                           nr_frozen_epochs=0.3, keep_embeddings_frozen=True)
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, max_length=256, seed=seed, **model.batch_layout)
-    trainer = pl.Trainer(default_root_dir=out, accelerator="gpu" if gpu else "cpu", devices=1, precision=precision, max_epochs=1,
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         limit_val_batches=0, num_sanity_val_steps=0)
+    model = CometEstimator(
+        encoder=str(encoder),
+        hidden_sizes=HEAD,
+        lr_encoder=3e-5,
+        lr_head=3e-4,
+        layerwise_decay=0.9,
+        nr_frozen_epochs=0.3,
+        keep_embeddings_frozen=True,
+    )
+    dm = RatingsDataModule(
+        train=str(data),
+        val=str(data),
+        encoder=str(encoder),
+        batch_size=16,
+        max_length=256,
+        seed=seed,
+        **model.batch_layout,
+    )
+    trainer = pl.Trainer(
+        default_root_dir=out,
+        accelerator="gpu" if gpu else "cpu",
+        devices=1,
+        precision=precision,
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+    )
     synchronize()
     start = time.perf_counter()
     trainer.fit(model, dm)
@@ -174,6 +239,20 @@ def time_ours_training(encoder: Path, data: Path, n_rows: int, precision: str, g
 
 
 def time_peer_training(encoder: Path, data: Path, n_rows: int, precision: str, peer: dict, gpu: bool) -> dict:
-    out = run_peer(["train", "--data", str(data), "--encoder", str(encoder), "--batch", "16", "--precision", precision,
-                    "--accelerator", "gpu" if gpu else "cpu"], peer)
+    out = run_peer(
+        [
+            "train",
+            "--data",
+            str(data),
+            "--encoder",
+            str(encoder),
+            "--batch",
+            "16",
+            "--precision",
+            precision,
+            "--accelerator",
+            "gpu" if gpu else "cpu",
+        ],
+        peer,
+    )
     return {"seconds": out["epoch_seconds"], "rows": n_rows}

@@ -25,10 +25,24 @@ def build(encoder: str, train: str | None = None, batch: int = 32):
     from comet.models import RegressionMetric
 
     return RegressionMetric(
-        encoder_model="BERT", pretrained_model=encoder, local_files_only=True, layer="mix", layer_transformation="softmax",
-        layer_norm=False, pool="avg", hidden_sizes=[1024, 256], activations="Tanh", dropout=0.1, batch_size=batch,
-        nr_frozen_epochs=0.3, keep_embeddings_frozen=True, encoder_learning_rate=3e-5, learning_rate=3e-4, layerwise_decay=0.9,
-        train_data=[train] if train else [], validation_data=[train] if train else [],
+        encoder_model="BERT",
+        pretrained_model=encoder,
+        local_files_only=True,
+        layer="mix",
+        layer_transformation="softmax",
+        layer_norm=False,
+        pool="avg",
+        hidden_sizes=[1024, 256],
+        activations="Tanh",
+        dropout=0.1,
+        batch_size=batch,
+        nr_frozen_epochs=0.3,
+        keep_embeddings_frozen=True,
+        encoder_learning_rate=3e-5,
+        learning_rate=3e-4,
+        layerwise_decay=0.9,
+        train_data=[train] if train else [],
+        validation_data=[train] if train else [],
     )
 
 
@@ -41,7 +55,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--precision", default="32")
     parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--accelerator", choices=["cpu", "gpu"], default="cpu", help="gpu: one CUDA device (benchmarks/gpu)")
+    parser.add_argument(
+        "--accelerator", choices=["cpu", "gpu"], default="cpu", help="gpu: one CUDA device (benchmarks/gpu)"
+    )
     args = parser.parse_args()
     import pytorch_lightning as pl
     import torch
@@ -53,8 +69,18 @@ def main() -> None:
         torch.ones(64, 64, device="cuda").matmul(torch.ones(64, 64, device="cuda")).sum().item()
     if args.mode == "train":
         model = build(args.encoder, args.data, args.batch)
-        trainer = pl.Trainer(max_epochs=1, accelerator=args.accelerator, devices=1, precision=args.precision, logger=False, enable_checkpointing=False,
-                             enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0, num_sanity_val_steps=0)
+        trainer = pl.Trainer(
+            max_epochs=1,
+            accelerator=args.accelerator,
+            devices=1,
+            precision=args.precision,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+        )
         start = time.perf_counter()
         trainer.fit(model)
         print(json.dumps({"epoch_seconds": time.perf_counter() - start, "steps": trainer.global_step}))

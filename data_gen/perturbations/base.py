@@ -95,7 +95,13 @@ def finish(tokens: list[str], original: str) -> str | None:
     tokens = list(tokens)
     first_index = next(i for i, t in enumerate(tokens) if is_word(t))
     for i, tok in enumerate(tokens):
-        if i != first_index and tok == first_original and tok[:1].isupper() and tok.lower() in STOPWORDS | _COMMON and tok != "I":
+        if (
+            i != first_index
+            and tok == first_original
+            and tok[:1].isupper()
+            and tok.lower() in STOPWORDS | _COMMON
+            and tok != "I"
+        ):
             tokens[i] = tok.lower()
     if first_original[:1].isupper():
         tokens[first_index] = tokens[first_index][:1].upper() + tokens[first_index][1:]

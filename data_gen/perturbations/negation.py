@@ -122,7 +122,11 @@ def _insert(tokens: list[str]) -> list[str] | None:
             if nxt.endswith(("ed", "en")) or nxt in _irregular()[0]:
                 return tokens[: i + 1] + ["not"] + tokens[i + 1 :]
             form = "past" if low == "had" else ("3sg" if low == "has" else "base")
-            return tokens[:i] + [match_case({"past": "did", "3sg": "does", "base": "do"}[form], tok), "not", "have"] + tokens[i + 1 :]
+            return (
+                tokens[:i]
+                + [match_case({"past": "did", "3sg": "does", "base": "do"}[form], tok), "not", "have"]
+                + tokens[i + 1 :]
+            )
         if i == 0 or not tok.isalpha() or not tok.islower():
             continue
         base = _verb_base(low)

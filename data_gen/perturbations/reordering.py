@@ -8,7 +8,9 @@ from functools import lru_cache
 from data_gen.perturbations.base import DETERMINERS, STOPWORDS, Perturbation, finish, is_word, register, tokenize
 from data_gen.wordnet import load_wordnet
 
-PHRASE_END = frozenset("in on at to from by with about into over under for of and or but because while that which who".split())
+PHRASE_END = frozenset(
+    "in on at to from by with about into over under for of and or but because while that which who".split()
+)
 
 
 @lru_cache(maxsize=None)
@@ -25,7 +27,11 @@ class AdjacentSwap(Perturbation):
 
     def apply(self, sentence: str, rng: random.Random) -> str | None:
         tokens = tokenize(sentence)
-        pairs = [i for i in range(len(tokens) - 1) if is_word(tokens[i]) and is_word(tokens[i + 1]) and tokens[i].lower() != tokens[i + 1].lower()]
+        pairs = [
+            i
+            for i in range(len(tokens) - 1)
+            if is_word(tokens[i]) and is_word(tokens[i + 1]) and tokens[i].lower() != tokens[i + 1].lower()
+        ]
         if not pairs:
             return None
         i = rng.choice(pairs)
@@ -57,7 +63,12 @@ class NounPhraseSwap(Perturbation):
                 if tokens[verb].lower() in STOPWORDS or not _has_verb_sense(tokens[verb].lower()):
                     continue
                 end = b + 1
-                while end < len(tokens) and end - b < 4 and is_word(tokens[end]) and tokens[end].lower() not in PHRASE_END | DETERMINERS:
+                while (
+                    end < len(tokens)
+                    and end - b < 4
+                    and is_word(tokens[end])
+                    and tokens[end].lower() not in PHRASE_END | DETERMINERS
+                ):
                     end += 1
                 options.append((a, verb, b, end))
         if not options:
@@ -81,7 +92,11 @@ class ClauseMove(Perturbation):
         tokens = tokenize(sentence)
         end = [] if not tokens or tokens[-1] not in ".!?" else [tokens[-1]]
         body = tokens[: len(tokens) - len(end)]
-        commas = [i for i, t in enumerate(body) if t == "," and sum(map(is_word, body[:i])) >= 3 and sum(map(is_word, body[i + 1 :])) >= 3]
+        commas = [
+            i
+            for i, t in enumerate(body)
+            if t == "," and sum(map(is_word, body[:i])) >= 3 and sum(map(is_word, body[i + 1 :])) >= 3
+        ]
         if not commas:
             return None
         i = rng.choice(commas)

@@ -21,7 +21,12 @@ def dominant_pos(word: str) -> tuple[str, str] | None:
         base = wn.morphy(word, pos)
         if base is None:
             continue
-        count = sum(lemma.count() for synset in wn.synsets(base, pos) for lemma in synset.lemmas() if lemma.name().lower() == base)
+        count = sum(
+            lemma.count()
+            for synset in wn.synsets(base, pos)
+            for lemma in synset.lemmas()
+            if lemma.name().lower() == base
+        )
         if count > best_count:
             best, best_count = (pos, base), count
     return best
@@ -44,14 +49,20 @@ def _synonyms(word: str, pos: str) -> tuple[str, ...]:
 def _antonyms(word: str) -> tuple[str, ...]:
     """Single-word antonyms of ``word`` as an adjective, adverb or verb in its base form."""
     wn = load_wordnet()
-    return tuple(sorted({
-        antonym.name()
-        for pos in ("a", "r", "v")
-        if wn.morphy(word, pos) == word
-        for synset in wn.synsets(word, pos)
-        for lemma in synset.lemmas() if lemma.name().lower() == word
-        for antonym in lemma.antonyms() if _single(antonym.name())
-    }))
+    return tuple(
+        sorted(
+            {
+                antonym.name()
+                for pos in ("a", "r", "v")
+                if wn.morphy(word, pos) == word
+                for synset in wn.synsets(word, pos)
+                for lemma in synset.lemmas()
+                if lemma.name().lower() == word
+                for antonym in lemma.antonyms()
+                if _single(antonym.name())
+            }
+        )
+    )
 
 
 def _single(name: str) -> bool:

@@ -70,7 +70,9 @@ class SourceGroupSampler(Sampler[int]):
     small. Seeded by ``(seed, epoch)`` like :class:`LengthBucketSampler`.
     """
 
-    def __init__(self, groups: Sequence[int], lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50):
+    def __init__(
+        self, groups: Sequence[int], lengths: Sequence[int], batch_size: int, seed: int = 0, pool_batches: int = 50
+    ):
         self.groups, self.lengths = np.asarray(groups), np.asarray(lengths)
         self.batch_size, self.seed, self.pool_batches = batch_size, seed, pool_batches
         self.epoch = 0
@@ -129,10 +131,15 @@ class CrossEncoderCollate:
         self.lp_ids, self.system_ids = lp_ids, system_ids
 
     def __call__(self, rows: list[dict]) -> dict:
-        enc = self.tokenizer([r["ref"] for r in rows], [r["mt"] for r in rows], truncation="longest_first",
-                             max_length=self.max_length, padding=True, return_tensors="pt")
+        enc = self.tokenizer(
+            [r["ref"] for r in rows],
+            [r["mt"] for r in rows],
+            truncation="longest_first",
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
         return {"inputs": dict(enc), **_common(rows, self.targets, self.lp_ids, self.system_ids)}
-
 
 
 class SentencesCollate:
@@ -147,20 +154,31 @@ class SentencesCollate:
     launches rather than arithmetic) groups are cut by padded tokens instead: usually one per batch.
     """
 
-    def __init__(self, tokenizer, max_length: int, fields: Sequence[str], targets: Sequence[str], lp_ids: dict, system_ids: dict,
-                 group_tokens: int | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        max_length: int,
+        fields: Sequence[str],
+        targets: Sequence[str],
+        lp_ids: dict,
+        system_ids: dict,
+        group_tokens: int | None = None,
+    ):
         self.tokenizer, self.max_length, self.fields = tokenizer, max_length, list(fields)
         self.targets, self.lp_ids, self.system_ids, self.group_tokens = list(targets), lp_ids, system_ids, group_tokens
 
     def __call__(self, rows: list[dict]) -> dict:
         columns = {f: [r[f] for r in rows] for f in self.fields}
-        size = len(rows) * len(self.fields) if self.group_tokens else len(rows)  # a token budget: as few groups as fit it
+        size = (
+            len(rows) * len(self.fields) if self.group_tokens else len(rows)
+        )  # a token budget: as few groups as fit it
         groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, columns, size, self.group_tokens)
         return {"inputs": groups, "positions": positions, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
 
 
-def unique_sentence_groups(tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int,
-                           group_tokens: int | None = None) -> tuple[list[dict], dict]:
+def unique_sentence_groups(
+    tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int, group_tokens: int | None = None
+) -> tuple[list[dict], dict]:
     """The distinct sentences of ``columns``, tokenised once, sorted by token count and padded in
     groups of at most ``group_size`` sentences and ``group_tokens`` padded tokens; and per field,
     each row's index into the concatenated groups."""

@@ -32,7 +32,9 @@ def load_columns(name: str, split: str) -> dict[str, list]:
             return _load_jsonl(name, _read_text(name))
         if suffix == ".parquet":
             return _load_parquet(name)
-        raise InputError(name, f"unsupported file type {suffix!r}; use .csv, .tsv, .jsonl, .parquet or a dataset folder")
+        raise InputError(
+            name, f"unsupported file type {suffix!r}; use .csv, .tsv, .jsonl, .parquet or a dataset folder"
+        )
     return _load_hub_dataset(name, split)
 
 
@@ -57,7 +59,9 @@ def _read_text(name: str, allow_empty: bool = False) -> str:
                 row = len(records) - (0 if prefix.endswith("\n") else 1)
             except csv.Error:  # the text before the bad bytes is no CSV either (NUL bytes, a huge field): say the line
                 pass
-        raise InputError(name, f"undecodable bytes (not UTF-8) at byte {e.start}, line {line}", row=max(row, 1)) from None
+        raise InputError(
+            name, f"undecodable bytes (not UTF-8) at byte {e.start}, line {line}", row=max(row, 1)
+        ) from None
 
 
 def _load_tabular(name: str, text: str, delimiter: str) -> dict[str, list]:

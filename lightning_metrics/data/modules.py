@@ -11,9 +11,22 @@ import numpy as np
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from lightning_metrics.data.batching import CrossEncoderCollate, LengthBucketSampler, RowsDataset, SentencesCollate, SourceGroupSampler
+from lightning_metrics.data.batching import (
+    CrossEncoderCollate,
+    LengthBucketSampler,
+    RowsDataset,
+    SentencesCollate,
+    SourceGroupSampler,
+)
 from lightning_metrics.data.readers import read_rating_table
-from lightning_metrics.data.sources import NORMALISATIONS, RatingSource, check_source_names, group_ids, normalise_scores, row_weights
+from lightning_metrics.data.sources import (
+    NORMALISATIONS,
+    RatingSource,
+    check_source_names,
+    group_ids,
+    normalise_scores,
+    row_weights,
+)
 from lightning_metrics.encoders import load_tokenizer
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.inference import GPU_BATCH_TOKENS
@@ -38,10 +51,22 @@ class MetricDataModule(pl.LightningDataModule):
     and cached in ``cache_dir`` (default ``~/.cache/lightning-metrics/signals``).
     """
 
-    def __init__(self, encoder: str = "default", targets: Sequence[str] = ("score",), batch_size: int = 16,
-                 num_workers: int = 0, max_length: int = 256, seed: int = 0, sampler: str = "length",
-                 signals: Optional[list[str]] = None, signal_encoder: str = "default", signal_layer: Optional[int] = None,
-                 cache_dir: Optional[str] = None, input_format: str = "cross", text_fields: Sequence[str] = ("mt", "ref")):
+    def __init__(
+        self,
+        encoder: str = "default",
+        targets: Sequence[str] = ("score",),
+        batch_size: int = 16,
+        num_workers: int = 0,
+        max_length: int = 256,
+        seed: int = 0,
+        sampler: str = "length",
+        signals: Optional[list[str]] = None,
+        signal_encoder: str = "default",
+        signal_layer: Optional[int] = None,
+        cache_dir: Optional[str] = None,
+        input_format: str = "cross",
+        text_fields: Sequence[str] = ("mt", "ref"),
+    ):
         super().__init__()
         if sampler not in SAMPLERS:
             raise LightningMetricsError(f"data.sampler must be one of {SAMPLERS}, got {sampler!r}")
@@ -77,7 +102,9 @@ class MetricDataModule(pl.LightningDataModule):
                 raise LightningMetricsError(f"the {name} split is empty")
         missing = [t for t in self.targets if t not in self.train_rows]
         if missing:
-            raise LightningMetricsError(f"target column(s) {missing} not in the training data; it has {sorted(self.train_rows)}")
+            raise LightningMetricsError(
+                f"target column(s) {missing} not in the training data; it has {sorted(self.train_rows)}"
+            )
         values = np.asarray([self.train_rows[t] for t in self.targets], dtype=np.float64)
         self.target_mean = values.mean(axis=1).tolist() if self.targets else []
         self.target_std = np.maximum(values.std(axis=1), 1e-6).tolist() if self.targets else []
@@ -98,8 +125,12 @@ class MetricDataModule(pl.LightningDataModule):
 
     def statistics(self) -> dict[str, list[float]]:
         """Means and standard deviations of the training targets (and signals), for standardisation."""
-        return {"target_mean": self.target_mean, "target_std": self.target_std,
-                "signal_mean": self.signal_mean, "signal_std": self.signal_std}
+        return {
+            "target_mean": self.target_mean,
+            "target_std": self.target_std,
+            "signal_mean": self.signal_mean,
+            "signal_std": self.signal_std,
+        }
 
     @property
     def tokenizer(self):
@@ -110,15 +141,22 @@ class MetricDataModule(pl.LightningDataModule):
     def summary(self) -> dict:
         """What the model was trained on, for model cards: source, row counts, language pairs."""
         source = getattr(self, "train_path", None) or getattr(self, "data", None)
-        return {"source": str(source), "kind": type(self).__name__, "train_rows": n_rows(self.train_rows),
-                "val_rows": n_rows(self.val_rows), "language_pairs": list(self.lp_names)}
+        return {
+            "source": str(source),
+            "kind": type(self).__name__,
+            "train_rows": n_rows(self.train_rows),
+            "val_rows": n_rows(self.val_rows),
+            "language_pairs": list(self.lp_names),
+        }
 
     def _collate(self):
         max_length = min(self.max_length, int(self.tokenizer.model_max_length))
         ids = ({n: i for i, n in enumerate(self.lp_names)}, {n: i for i, n in enumerate(self.system_names)})
         if self.input_format == "sentences":
             group_tokens = GPU_BATCH_TOKENS if self.on_gpu else None
-            return SentencesCollate(self.tokenizer, max_length, self.text_fields, self.targets, *ids, group_tokens=group_tokens)
+            return SentencesCollate(
+                self.tokenizer, max_length, self.text_fields, self.targets, *ids, group_tokens=group_tokens
+            )
         return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
 
     @property
@@ -132,7 +170,9 @@ class MetricDataModule(pl.LightningDataModule):
         Rows longer than ``max_length`` (with special tokens) are counted in a warning: never cut silently."""
         columns = {f: rows[f] for f in self.text_fields if f in rows}
         unique = list(dict.fromkeys(t for column in columns.values() for t in column))
-        counts = dict(zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False, verbose=False)["input_ids"])))
+        counts = dict(
+            zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False, verbose=False)["input_ids"]))
+        )
         per_row = [[counts[text] for text in texts] for texts in zip(*columns.values())]
         limit = min(self.max_length, int(self.tokenizer.model_max_length))
         if self.input_format == "sentences":
@@ -140,21 +180,35 @@ class MetricDataModule(pl.LightningDataModule):
         else:
             cut = sum(sum(row) + 3 > limit for row in per_row)
         if cut:
-            log.warning("%d of %d %s rows are longer than max_length %d tokens and are truncated (data.init_args.max_length)",
-                        cut, len(per_row), split, limit)
+            log.warning(
+                "%d of %d %s rows are longer than max_length %d tokens and are truncated (data.init_args.max_length)",
+                cut,
+                len(per_row),
+                split,
+                limit,
+            )
         return [sum(row) for row in per_row]
 
     def train_dataloader(self) -> DataLoader:
         lengths = self._lengths(self.train_rows)
         if self.sampler == "source":
             if "group" not in self.train_rows:
-                raise LightningMetricsError("data.sampler: source needs rows grouped by source (ratings with src or ref)")
+                raise LightningMetricsError(
+                    "data.sampler: source needs rows grouped by source (ratings with src or ref)"
+                )
             sampler = SourceGroupSampler(self.train_rows["group"], lengths, self.batch_size, seed=self.seed)
         else:
             sampler = LengthBucketSampler(lengths, self.batch_size, seed=self.seed)
-        return ResumableLoader(RowsDataset(self.train_rows), batch_size=self.batch_size, sampler=sampler, resume=self._resume,
-                               collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
-                               pin_memory=self.on_gpu)
+        return ResumableLoader(
+            RowsDataset(self.train_rows),
+            batch_size=self.batch_size,
+            sampler=sampler,
+            resume=self._resume,
+            collate_fn=self._collate(),
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            pin_memory=self.on_gpu,
+        )
 
     def state_dict(self) -> dict:
         """Saved in every checkpoint: where the training loader stands in its epoch (lightning_metrics.resume)."""
@@ -166,9 +220,15 @@ class MetricDataModule(pl.LightningDataModule):
 
     def val_dataloader(self) -> DataLoader:
         self._lengths(self.val_rows, "validation")  # the truncation count
-        return DataLoader(RowsDataset(self.val_rows), batch_size=self.batch_size, shuffle=False,
-                          collate_fn=self._collate(), num_workers=self.num_workers, persistent_workers=self.num_workers > 0,
-                          pin_memory=self.on_gpu)
+        return DataLoader(
+            RowsDataset(self.val_rows),
+            batch_size=self.batch_size,
+            shuffle=False,
+            collate_fn=self._collate(),
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            pin_memory=self.on_gpu,
+        )
 
     def test_dataloader(self) -> DataLoader:
         return self.val_dataloader()
@@ -209,14 +269,45 @@ class RatingsDataModule(MetricDataModule):
     With several sources, language pairs are named ``source:lp`` (validation logs each).
     """
 
-    def __init__(self, train: Union[str, list[Union[str, dict]]], val: Optional[str] = None, val_fraction: float = 0.1,
-                 val_split_by: Optional[str] = "doc_id", columns: Optional[dict] = None, on_invalid: str = "error",
-                 normalise: str = "none", weight_by: Optional[str] = None, sampler: str = "length", encoder: str = "default",
-                 targets: Sequence[str] = ("score",), batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0,
-                 signals: Optional[list[str]] = None, signal_encoder: str = "default", signal_layer: Optional[int] = None,
-                 cache_dir: Optional[str] = None, input_format: str = "cross", text_fields: Sequence[str] = ("mt", "ref")):
-        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed, sampler, signals, signal_encoder, signal_layer, cache_dir,
-                         input_format, text_fields)
+    def __init__(
+        self,
+        train: Union[str, list[Union[str, dict]]],
+        val: Optional[str] = None,
+        val_fraction: float = 0.1,
+        val_split_by: Optional[str] = "doc_id",
+        columns: Optional[dict] = None,
+        on_invalid: str = "error",
+        normalise: str = "none",
+        weight_by: Optional[str] = None,
+        sampler: str = "length",
+        encoder: str = "default",
+        targets: Sequence[str] = ("score",),
+        batch_size: int = 16,
+        num_workers: int = 0,
+        max_length: int = 256,
+        seed: int = 0,
+        signals: Optional[list[str]] = None,
+        signal_encoder: str = "default",
+        signal_layer: Optional[int] = None,
+        cache_dir: Optional[str] = None,
+        input_format: str = "cross",
+        text_fields: Sequence[str] = ("mt", "ref"),
+    ):
+        super().__init__(
+            encoder,
+            targets,
+            batch_size,
+            num_workers,
+            max_length,
+            seed,
+            sampler,
+            signals,
+            signal_encoder,
+            signal_layer,
+            cache_dir,
+            input_format,
+            text_fields,
+        )
         if isinstance(train, (list, tuple)):
             self.sources = [RatingSource.from_any(t) for t in train]
         else:
@@ -235,21 +326,32 @@ class RatingsDataModule(MetricDataModule):
 
     def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:
         required = (*self.text_fields, *self.targets)
-        return read_rating_table(path, columns=columns if columns is not None else self.columns, required=required, on_invalid=self.on_invalid)
+        return read_rating_table(
+            path,
+            columns=columns if columns is not None else self.columns,
+            required=required,
+            on_invalid=self.on_invalid,
+        )
 
     def _split(self, source: RatingSource, rows: dict[str, list]) -> tuple[dict, dict]:
         n = n_rows(rows)
         if source.split_by is None:
             keys = [str(i) for i in range(n)]
         elif source.split_by not in rows:
-            raise InputError(source.path, f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (val_split_by) to null")
+            raise InputError(
+                source.path,
+                f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (val_split_by) to null",
+            )
         else:
             keys = [f"{lp}\t{doc}" for lp, doc in zip(rows.get("lp", [""] * n), rows[source.split_by])]
         train_idx, val_idx = split_by_group(keys, self.val_fraction, self.seed)
         if not train_idx:
             unit = f"{len(set(keys))} document(s) ({source.split_by})" if source.split_by else f"{n} row(s)"
-            raise InputError(source.path, f"the validation split took all {unit}: nothing is left to train on; give a separate "
-                                          "data.val file or split by another column (split_by); data.val_fraction helps only with more documents")
+            raise InputError(
+                source.path,
+                f"the validation split took all {unit}: nothing is left to train on; give a separate "
+                "data.val file or split by another column (split_by); data.val_fraction helps only with more documents",
+            )
         return take_rows(rows, train_idx), take_rows(rows, val_idx)
 
     def _load(self) -> None:
@@ -282,7 +384,9 @@ class RatingsDataModule(MetricDataModule):
             train_raw, train_groups = list(train["score"]), groups(train)
             for rows in (train, val):
                 rows["score_raw"] = list(rows["score"])
-                rows["score"] = normalise_scores(rows["score_raw"], groups(rows), self.normalise, train_raw, train_groups, pooled).tolist()
+                rows["score"] = normalise_scores(
+                    rows["score_raw"], groups(rows), self.normalise, train_raw, train_groups, pooled
+                ).tolist()
         weights = {s.label: s.weight for s in self.sources}
         train["weight"] = row_weights(train["source"], weights, train.pop("_count", None)).tolist()
         val.pop("_count", None)
@@ -290,15 +394,26 @@ class RatingsDataModule(MetricDataModule):
             rows["source_id"] = [self.source_names.index(s) for s in rows["source"]]
         key = "src" if "src" in train else "ref"
         if key in train:
-            ids = group_ids([*train["source"], *val["source"]], [*train.get("lp", [""] * n_train), *val.get("lp", [""] * n_rows(val))],
-                            [*train[key], *val[key]])
+            ids = group_ids(
+                [*train["source"], *val["source"]],
+                [*train.get("lp", [""] * n_train), *val.get("lp", [""] * n_rows(val))],
+                [*train[key], *val[key]],
+            )
             train["group"], val["group"] = ids[:n_train], ids[n_train:]
 
     def summary(self) -> dict:
         out = super().summary()
         count = lambda rows, name: sum(1 for s in rows.get("source", []) if s == name)  # noqa: E731
-        out["sources"] = [{"name": s.label, "path": s.path, "weight": s.weight, "train_rows": count(self.train_rows, s.label),
-                           "val_rows": count(self.val_rows, s.label)} for s in self.sources]
+        out["sources"] = [
+            {
+                "name": s.label,
+                "path": s.path,
+                "weight": s.weight,
+                "train_rows": count(self.train_rows, s.label),
+                "val_rows": count(self.val_rows, s.label),
+            }
+            for s in self.sources
+        ]
         out["normalise"], out["weight_by"] = self.normalise, self.weight_by
         return out
 
@@ -326,10 +441,30 @@ PRETRAIN_TARGETS = ("score", *ALL_SIGNALS)
 class PretrainDataModule(MetricDataModule):
     """The Parquet shards ``generate`` writes; validation holds out whole reference sentences."""
 
-    def __init__(self, data: str, val_fraction: float = 0.05, encoder: str = "default", targets: Sequence[str] = PRETRAIN_TARGETS,
-                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0, max_rows: Optional[int] = None,
-                 input_format: str = "cross", text_fields: Sequence[str] = ("mt", "ref")):
-        super().__init__(encoder, targets, batch_size, num_workers, max_length, seed, input_format=input_format, text_fields=text_fields)
+    def __init__(
+        self,
+        data: str,
+        val_fraction: float = 0.05,
+        encoder: str = "default",
+        targets: Sequence[str] = PRETRAIN_TARGETS,
+        batch_size: int = 16,
+        num_workers: int = 0,
+        max_length: int = 256,
+        seed: int = 0,
+        max_rows: Optional[int] = None,
+        input_format: str = "cross",
+        text_fields: Sequence[str] = ("mt", "ref"),
+    ):
+        super().__init__(
+            encoder,
+            targets,
+            batch_size,
+            num_workers,
+            max_length,
+            seed,
+            input_format=input_format,
+            text_fields=text_fields,
+        )
         if not generate_files(data):
             raise InputError(data, "no generate output here (expected data-*.parquet files)")
         self.data, self.val_fraction, self.max_rows = data, val_fraction, max_rows
@@ -338,6 +473,9 @@ class PretrainDataModule(MetricDataModule):
         rows = read_generate_output(self.data, self.max_rows)
         missing = [f for f in self.text_fields if f not in rows]
         if missing:
-            raise InputError(self.data, f"this model reads {list(self.text_fields)} but the generate output has no {missing} (run generate on a parallel corpus for src)")
+            raise InputError(
+                self.data,
+                f"this model reads {list(self.text_fields)} but the generate output has no {missing} (run generate on a parallel corpus for src)",
+            )
         train_idx, val_idx = split_by_group([str(x) for x in rows["sentence_id"]], self.val_fraction, self.seed)
         self.train_rows, self.val_rows = take_rows(rows, train_idx), take_rows(rows, val_idx)

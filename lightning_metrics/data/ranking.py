@@ -27,7 +27,9 @@ from lightning_metrics.errors import InputError, LightningMetricsError
 PAIR_FIELDS = ("src", "ref", "pos", "neg")
 
 
-def darr_pairs(rows: dict[str, list], score_column: str = "raw", threshold: float = 25.0) -> dict[tuple, list[tuple[int, int]]]:
+def darr_pairs(
+    rows: dict[str, list], score_column: str = "raw", threshold: float = 25.0
+) -> dict[tuple, list[tuple[int, int]]]:
     """WMT's DARR pairs as row indices: per ``(lp, src, ref)``, ``(better, worse)`` for every two
     different outputs whose ``score_column`` differs by more than ``threshold``."""
     n = len(rows["mt"])
@@ -41,7 +43,7 @@ def darr_pairs(rows: dict[str, list], score_column: str = "raw", threshold: floa
     for key, members in groups.items():
         pairs = []
         for a_pos, a in enumerate(members):
-            for b in members[a_pos + 1:]:
+            for b in members[a_pos + 1 :]:
                 if abs(scores[a] - scores[b]) > threshold and mts[a] != mts[b]:
                     pairs.append((a, b) if scores[a] > scores[b] else (b, a))
         if pairs:
@@ -49,8 +51,13 @@ def darr_pairs(rows: dict[str, list], score_column: str = "raw", threshold: floa
     return out
 
 
-def relative_ranks(rows: dict[str, list], score_column: str = "raw", threshold: float = 25.0,
-                   max_pairs_per_group: Optional[int] = None, seed: int = 0) -> dict[str, list]:
+def relative_ranks(
+    rows: dict[str, list],
+    score_column: str = "raw",
+    threshold: float = 25.0,
+    max_pairs_per_group: Optional[int] = None,
+    seed: int = 0,
+) -> dict[str, list]:
     """Better/worse pairs among outputs that share ``(lp, src, ref)`` and differ by more than ``threshold``.
 
     Pairs of identical outputs are skipped. ``max_pairs_per_group`` keeps a seeded sample per
@@ -79,16 +86,46 @@ class RankingDataModule(RatingsDataModule):
     ``val``, ``val_fraction`` of the rated rows is held out by ``val_split_by`` before pairing.
     """
 
-    def __init__(self, train: str, val: Optional[str] = None, val_fraction: float = 0.1, val_split_by: Optional[str] = "doc_id",
-                 score_column: str = "raw", threshold: float = 25.0, max_pairs_per_group: Optional[int] = None,
-                 columns: Optional[dict] = None, on_invalid: str = "error", encoder: str = "default",
-                 batch_size: int = 16, num_workers: int = 0, max_length: int = 256, seed: int = 0,
-                 input_format: str = "sentences", text_fields: Sequence[str] = PAIR_FIELDS):
+    def __init__(
+        self,
+        train: str,
+        val: Optional[str] = None,
+        val_fraction: float = 0.1,
+        val_split_by: Optional[str] = "doc_id",
+        score_column: str = "raw",
+        threshold: float = 25.0,
+        max_pairs_per_group: Optional[int] = None,
+        columns: Optional[dict] = None,
+        on_invalid: str = "error",
+        encoder: str = "default",
+        batch_size: int = 16,
+        num_workers: int = 0,
+        max_length: int = 256,
+        seed: int = 0,
+        input_format: str = "sentences",
+        text_fields: Sequence[str] = PAIR_FIELDS,
+    ):
         if (input_format, tuple(text_fields)) != ("sentences", PAIR_FIELDS):
-            raise LightningMetricsError(f"RankingDataModule makes sentences batches of {list(PAIR_FIELDS)}, for CometRanker; "
-                                        f"the model reads {input_format} batches of {list(text_fields)}")
-        super().__init__(train, val, val_fraction, val_split_by, columns, on_invalid, encoder=encoder, targets=(), batch_size=batch_size,
-                         num_workers=num_workers, max_length=max_length, seed=seed, input_format=input_format, text_fields=text_fields)
+            raise LightningMetricsError(
+                f"RankingDataModule makes sentences batches of {list(PAIR_FIELDS)}, for CometRanker; "
+                f"the model reads {input_format} batches of {list(text_fields)}"
+            )
+        super().__init__(
+            train,
+            val,
+            val_fraction,
+            val_split_by,
+            columns,
+            on_invalid,
+            encoder=encoder,
+            targets=(),
+            batch_size=batch_size,
+            num_workers=num_workers,
+            max_length=max_length,
+            seed=seed,
+            input_format=input_format,
+            text_fields=text_fields,
+        )
         self.score_column, self.threshold, self.max_pairs_per_group = score_column, threshold, max_pairs_per_group
         self._paired = False
 
@@ -97,7 +134,9 @@ class RankingDataModule(RatingsDataModule):
         if Path(path).is_dir() and glob.glob(str(Path(path) / "data-*.parquet")):
             table = read_generate_output(path)
             if "src" not in table:
-                raise InputError(path, "ranking needs sources: run generate on a parallel corpus (a table with src and ref columns)")
+                raise InputError(
+                    path, "ranking needs sources: run generate on a parallel corpus (a table with src and ref columns)"
+                )
         else:
             table = read_table(path, columns)
         self._paired = {"pos", "neg"} <= set(table)
@@ -107,8 +146,15 @@ class RankingDataModule(RatingsDataModule):
     def _load(self) -> None:
         super()._load()
         if not self._paired:
-            self.train_rows = relative_ranks(self.train_rows, self.score_column, self.threshold, self.max_pairs_per_group, self.seed)
-            self.val_rows = relative_ranks(self.val_rows, self.score_column, self.threshold, self.max_pairs_per_group, self.seed)
+            self.train_rows = relative_ranks(
+                self.train_rows, self.score_column, self.threshold, self.max_pairs_per_group, self.seed
+            )
+            self.val_rows = relative_ranks(
+                self.val_rows, self.score_column, self.threshold, self.max_pairs_per_group, self.seed
+            )
             for name, rows in (("training", self.train_rows), ("validation", self.val_rows)):
                 if not rows["pos"]:
-                    raise InputError(self.train_path, f"no {name} pairs: no two outputs of one source differ by more than {self.threshold} in {self.score_column!r}")
+                    raise InputError(
+                        self.train_path,
+                        f"no {name} pairs: no two outputs of one source differ by more than {self.threshold} in {self.score_column!r}",
+                    )

@@ -85,7 +85,9 @@ def read_rating_table(
     return check_table(source, read_table(source, columns, split), required, on_invalid, columns)
 
 
-def read_table(source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train") -> dict[str, list]:
+def read_table(
+    source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train"
+) -> dict[str, list]:
     """The columns of a table or dataset, renamed to canonical names by ``columns`` (no validation)."""
     name = str(source)
     return rename_columns(name, load_columns(name, split), ColumnMap.from_any(columns).renames())
@@ -158,12 +160,19 @@ def read_parallel_text(
                 bad[i] = f"empty {kind} text"
     keep = [i for i in range(n) if i not in bad]
     if bad:
-        log.warning("skipped %d of %d lines (%s)", len(bad), n, ", ".join(f"{k}: {v}" for k, v in Counter(bad.values()).items()))
+        log.warning(
+            "skipped %d of %d lines (%s)", len(bad), n, ", ".join(f"{k}: {v}" for k, v in Counter(bad.values()).items())
+        )
         if not keep:
             raise InputError(named[0][1], "every line was invalid")
     pick = lambda xs: [xs[i] for i in keep]  # noqa: E731
     n_mt = len(mt_paths)
-    out = {"mt": [pick(x) for x in lines[:n_mt]], "ref": None, "src": None, "systems": [Path(p).name for p in map(str, mt_paths)]}
+    out = {
+        "mt": [pick(x) for x in lines[:n_mt]],
+        "ref": None,
+        "src": None,
+        "systems": [Path(p).name for p in map(str, mt_paths)],
+    }
     ref_lines = [pick(x) for (kind, _), x in zip(named[n_mt:], lines[n_mt:]) if kind == "ref"]
     if ref_lines:
         out["ref"] = ref_lines[0] if len(ref_lines) == 1 else [list(r) for r in zip(*ref_lines)]
@@ -177,7 +186,9 @@ def read_columns(source: str | os.PathLike, split: str = "train") -> dict[str, l
     return load_columns(str(source), split)
 
 
-def read_corpus(source: str | os.PathLike, column: str | None = None, split: str = "train", table: dict | None = None) -> list[str]:
+def read_corpus(
+    source: str | os.PathLike, column: str | None = None, split: str = "train", table: dict | None = None
+) -> list[str]:
     """Sentences from a plain-text file (one per line) or from a column of a table or dataset.
 
     Tables (.csv/.tsv/.jsonl/.parquet, saved folders, hub names) take ``column``, by default
@@ -193,7 +204,9 @@ def read_corpus(source: str | os.PathLike, column: str | None = None, split: str
         table = load_columns(name, split) if table is None else table
         column = column or next((c for c in ("ref", "text") if c in table), None)
         if column is None or column not in table:
-            raise InputError(name, f"no column {column or 'ref/text'!r} to read sentences from; columns are {sorted(table)}")
+            raise InputError(
+                name, f"no column {column or 'ref/text'!r} to read sentences from; columns are {sorted(table)}"
+            )
         values = table[column]
     if not values:
         raise InputError(name, "empty file: no sentences")
@@ -203,8 +216,9 @@ def read_corpus(source: str | os.PathLike, column: str | None = None, split: str
     return list(values)
 
 
-def read_corpus_with_sources(corpus: str | os.PathLike, column: str | None = None, sources: str | os.PathLike | None = None,
-                             unique: bool = True) -> tuple[list[str], list[str] | None]:
+def read_corpus_with_sources(
+    corpus: str | os.PathLike, column: str | None = None, sources: str | os.PathLike | None = None, unique: bool = True
+) -> tuple[list[str], list[str] | None]:
     """Sentences and, where there are any, their sources: a parallel corpus.
 
     Sources come from ``sources`` (a text file, one line per corpus sentence) or from a table
@@ -243,12 +257,16 @@ def rename_columns(name: str, table: dict[str, list], renames: dict[str, str]) -
     renames = {column: field for column, field in renames.items() if column != field}
     absent = [f"{field} -> {column!r}" for column, field in renames.items() if column not in table]
     if absent:  # a mapped column that is not there must never fall back to the file's own column of that name
-        raise InputError(name, f"mapped column(s) not found: {', '.join(absent)}; the file's columns are {sorted(table)}")
+        raise InputError(
+            name, f"mapped column(s) not found: {', '.join(absent)}; the file's columns are {sorted(table)}"
+        )
     out = {}
     for col, values in table.items():
         target = renames.get(col, col)
         if target != col and target in table and target not in renames:
-            raise InputError(name, f"column {col!r} is mapped to {target!r}, but the file already has a {target!r} column")
+            raise InputError(
+                name, f"column {col!r} is mapped to {target!r}, but the file already has a {target!r} column"
+            )
         out[target] = values
     return out
 

@@ -52,9 +52,16 @@ class RatingSource:
             return rows
         if "lp" not in rows:
             raise InputError(self.path, "lps/exclude_lps need an lp column")
-        keep = [i for i, lp in enumerate(rows["lp"]) if (self.lps is None or lp in self.lps) and lp not in (self.exclude_lps or ())]
+        keep = [
+            i
+            for i, lp in enumerate(rows["lp"])
+            if (self.lps is None or lp in self.lps) and lp not in (self.exclude_lps or ())
+        ]
         if not keep:
-            raise InputError(self.path, f"no rows left after choosing language pairs (lps {self.lps}, exclude_lps {self.exclude_lps})")
+            raise InputError(
+                self.path,
+                f"no rows left after choosing language pairs (lps {self.lps}, exclude_lps {self.exclude_lps})",
+            )
         return take_rows(rows, keep)
 
     @classmethod
@@ -66,7 +73,9 @@ class RatingSource:
         if isinstance(value, dict):
             unknown = set(value) - set(cls.__dataclass_fields__)
             if unknown:
-                raise LightningMetricsError(f"unknown rating-source key(s) {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}")
+                raise LightningMetricsError(
+                    f"unknown rating-source key(s) {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}"
+                )
             if "path" not in value:
                 raise LightningMetricsError(f"a rating source needs a path, got {value}")
             return cls(**value)
@@ -88,9 +97,14 @@ def _mid_rank_quantiles(reference: np.ndarray, values: np.ndarray) -> np.ndarray
     return ndtri(p)
 
 
-def normalise_scores(scores: Sequence[float], groups: Sequence[str], method: str,
-                     train_scores: Sequence[float] | None = None, train_groups: Sequence[str] | None = None,
-                     pooled: dict[str, str] | None = None) -> np.ndarray:
+def normalise_scores(
+    scores: Sequence[float],
+    groups: Sequence[str],
+    method: str,
+    train_scores: Sequence[float] | None = None,
+    train_groups: Sequence[str] | None = None,
+    pooled: dict[str, str] | None = None,
+) -> np.ndarray:
     """``scores`` normalised per group by ``method`` (see the module docstring).
 
     Statistics come from ``train_scores``/``train_groups`` (default: the scores themselves).
@@ -160,6 +174,8 @@ def parallel_corpus(sources: Sequence, on_invalid: str = "error") -> dict[str, l
 
     pairs: dict[tuple[str, str], None] = {}
     for source in map(RatingSource.from_any, sources):
-        rows = source.select(read_rating_table(source.path, columns=source.columns, required=("src", "ref"), on_invalid=on_invalid))
+        rows = source.select(
+            read_rating_table(source.path, columns=source.columns, required=("src", "ref"), on_invalid=on_invalid)
+        )
         pairs.update(dict.fromkeys(zip(rows["src"], rows["ref"])))
     return {"src": [s for s, _ in pairs], "ref": [r for _, r in pairs]}

@@ -20,7 +20,17 @@ from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric, ScoreResult, Signature, resolve_device
 from lightning_metrics.metrics.builtin import BUILTIN, builtin, builtin_names, builtin_scores, canonical_name
 
-__all__ = ["Metric", "ScoreResult", "Signature", "builtin_names", "check_names", "is_builtin", "load_metric", "metric_inputs", "score_many"]
+__all__ = [
+    "Metric",
+    "ScoreResult",
+    "Signature",
+    "builtin_names",
+    "check_names",
+    "is_builtin",
+    "load_metric",
+    "metric_inputs",
+    "score_many",
+]
 
 
 def is_builtin(name: str) -> bool:
@@ -45,7 +55,9 @@ def load_metric(name_or_path: str, **options) -> Metric:
     if is_exported(text):
         precision = options.pop("precision", None) or "auto"
         if options:
-            raise LightningMetricsError(f"{text}: an exported metric takes no options but max_length and precision (got {sorted(options)})")
+            raise LightningMetricsError(
+                f"{text}: an exported metric takes no options but max_length and precision (got {sorted(options)})"
+            )
         from lightning_metrics.metrics.ensemble import FAMILY, Ensemble
         from lightning_metrics.metrics.learned import LearnedMetric
 
@@ -54,12 +66,17 @@ def load_metric(name_or_path: str, **options) -> Metric:
             return Ensemble.from_export(export, max_length, precision)
         return LearnedMetric(text, export, max_length, precision)
     if is_builtin(text):
-        if options.get("precision", "") in (None, "auto"):  # auto is every built-in's default; only BERTScore has the option
+        if options.get("precision", "") in (
+            None,
+            "auto",
+        ):  # auto is every built-in's default; only BERTScore has the option
             options.pop("precision")
         return builtin(text, **options)
     if Path(text).exists():
         read_export(text)  # raises the precise reason (not a folder, no metadata, ...)
-    raise LightningMetricsError(f"unknown metric {text!r}: not an exported metric folder, nor a built-in metric {builtin_names()}")
+    raise LightningMetricsError(
+        f"unknown metric {text!r}: not an exported metric folder, nor a built-in metric {builtin_names()}"
+    )
 
 
 def metric_inputs(name_or_path: str) -> tuple[str, ...]:
@@ -74,12 +91,24 @@ def check_names(names: Sequence[str]) -> None:
     """Fail early, in one line, on names that are neither built-in metrics nor export folders."""
     unknown = [n for n in names if not is_builtin(n) and not Path(str(n)).exists()]
     if unknown:
-        raise LightningMetricsError(f"unknown metric(s) {unknown}: not exported metric folders, nor built-in metrics {builtin_names()}")
+        raise LightningMetricsError(
+            f"unknown metric(s) {unknown}: not exported metric folders, nor built-in metrics {builtin_names()}"
+        )
 
 
-def score_many(names: Sequence[str], mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None,
-               num_proc: int = 1, bertscore: dict | None = None, batch_size: int | None = None, device: str = "auto",
-               progress: bool | None = None, max_length: int | None = None, precision: str | None = None) -> dict[str, list[float]]:
+def score_many(
+    names: Sequence[str],
+    mt: Sequence[str],
+    ref: Sequence[str] | None = None,
+    src: Sequence[str] | None = None,
+    num_proc: int = 1,
+    bertscore: dict | None = None,
+    batch_size: int | None = None,
+    device: str = "auto",
+    progress: bool | None = None,
+    max_length: int | None = None,
+    precision: str | None = None,
+) -> dict[str, list[float]]:
     """Segment scores per metric name (built-in or folder), keys as given.
 
     Built-in families (ROUGE-1/2/L, BERTScore P/R/F) are computed once. ``num_proc`` processes
@@ -90,9 +119,16 @@ def score_many(names: Sequence[str], mt: Sequence[str], ref: Sequence[str] | Non
     device = resolve_device(device)
     builtins = [n for n in names if is_builtin(n) and not is_exported(n)]
     bertscore = {"batch_size": batch_size, **({"precision": precision} if precision else {}), **(bertscore or {})}
-    out = builtin_scores(builtins, mt, ref, num_proc=num_proc, bertscore=bertscore,
-                         device=device, progress=progress) if builtins else {}
+    out = (
+        builtin_scores(builtins, mt, ref, num_proc=num_proc, bertscore=bertscore, device=device, progress=progress)
+        if builtins
+        else {}
+    )
     for name in names:
         if name not in out:
-            out[name] = load_metric(name, max_length=max_length, precision=precision).score(mt=mt, ref=ref, src=src, batch_size=batch_size, device=device, progress=progress).scores
+            out[name] = (
+                load_metric(name, max_length=max_length, precision=precision)
+                .score(mt=mt, ref=ref, src=src, batch_size=batch_size, device=device, progress=progress)
+                .scores
+            )
     return {n: out[n] for n in names}

@@ -13,7 +13,6 @@ from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.tables import take_rows
 
 
-
 @dataclass(frozen=True)
 class Signature:
     """How a number was made, sacrebleu-style: ``name|key:value|...|lightning-metrics:X``.
@@ -85,7 +84,9 @@ class Metric(ABC):
 
     name: str = "metric"
     inputs: tuple[str, ...] = ("mt", "ref")
-    native_multi_ref = False  # True: segment_scores takes a list of references per row itself (BLEU, chrF, ROUGE, BERTScore)
+    native_multi_ref = (
+        False  # True: segment_scores takes a list of references per row itself (BLEU, chrF, ROUGE, BERTScore)
+    )
 
     @property
     def needs_ref(self) -> bool:
@@ -101,22 +102,40 @@ class Metric(ABC):
         """The settings that made the numbers."""
 
     @abstractmethod
-    def segment_scores(self, columns: dict[str, list[str]], batch_size: int | None = None, device: str = "cpu", devices: int = 1,
-                       progress: bool | None = None) -> list[float]:
+    def segment_scores(
+        self,
+        columns: dict[str, list[str]],
+        batch_size: int | None = None,
+        device: str = "cpu",
+        devices: int = 1,
+        progress: bool | None = None,
+    ) -> list[float]:
         """One score per row of ``columns`` (the fields of :attr:`inputs`, equal lengths)."""
 
     def system_score(self, scores: Sequence[float], columns: dict[str, list[str]]) -> float:
         """The system-level score of these rows; the mean of the segment scores unless overridden."""
         return float(np.mean(scores)) if len(scores) else float("nan")
 
-    def resampled_system_scores(self, scores: Sequence[float], columns: dict[str, list[str]], resamples: np.ndarray) -> np.ndarray:
+    def resampled_system_scores(
+        self, scores: Sequence[float], columns: dict[str, list[str]], resamples: np.ndarray
+    ) -> np.ndarray:
         """The system score of each bootstrap resample (a row of segment indices in ``resamples``);
         the mean unless overridden (BLEU and chrF resample their corpus statistics)."""
         return np.asarray(scores, dtype=np.float64)[resamples].mean(axis=1)
 
-    def score(self, mt: Sequence[str], ref: Sequence[str] | None = None, src: Sequence[str] | None = None, batch_size: int | None = None,
-              device: str = "auto", devices: int = 1, progress: bool | None = None, mc_dropout: int = 0, seed: int = 0,
-              multi_ref: str = "max") -> ScoreResult:
+    def score(
+        self,
+        mt: Sequence[str],
+        ref: Sequence[str] | None = None,
+        src: Sequence[str] | None = None,
+        batch_size: int | None = None,
+        device: str = "auto",
+        devices: int = 1,
+        progress: bool | None = None,
+        mc_dropout: int = 0,
+        seed: int = 0,
+        multi_ref: str = "max",
+    ) -> ScoreResult:
         """Score candidates ``mt`` (against ``ref``, given ``src`` where the metric reads them).
 
         ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...; ``devices > 1``
@@ -129,17 +148,27 @@ class Metric(ABC):
         """
         columns = self.columns(mt, ref, src)
         nrefs = reference_count(columns.get("ref"))
-        options = dict(batch_size=batch_size, device=device, devices=devices, progress=progress, mc_dropout=mc_dropout, seed=seed)
+        options = dict(
+            batch_size=batch_size, device=device, devices=devices, progress=progress, mc_dropout=mc_dropout, seed=seed
+        )
         if nrefs > 1 and not self.native_multi_ref:
             return self._score_each_reference(columns, nrefs, multi_ref, options)
         if mc_dropout:
             if mc_dropout < 2:
                 raise LightningMetricsError(f"mc_dropout needs at least 2 passes, got {mc_dropout}")
-            passes = np.asarray(self.stochastic_scores(columns, mc_dropout, seed, batch_size, resolve_device(device), devices, progress))
+            passes = np.asarray(
+                self.stochastic_scores(columns, mc_dropout, seed, batch_size, resolve_device(device), devices, progress)
+            )
             mean, std = passes.mean(axis=0), passes.std(axis=0)
-            signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature  # after scoring: it names the precision used
-            return ScoreResult(scores=mean.tolist(), system_score=self.system_score(mean.tolist(), columns),
-                               signature=str(signature.replace(mc_dropout=mc_dropout, seed=seed)), extra={"std": std.tolist()})
+            signature = (
+                self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
+            )  # after scoring: it names the precision used
+            return ScoreResult(
+                scores=mean.tolist(),
+                system_score=self.system_score(mean.tolist(), columns),
+                signature=str(signature.replace(mc_dropout=mc_dropout, seed=seed)),
+                extra={"std": std.tolist()},
+            )
         scores = [float(s) for s in self.segment_scores(columns, batch_size, resolve_device(device), devices, progress)]
         signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
         return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature))
@@ -163,13 +192,27 @@ class Metric(ABC):
                 spread.append(float(std[pick]) if pick is not None else float(np.mean(std[part])))
             start += len(rs)
         signature = Signature.parse(result.signature).replace(nrefs=nrefs, multi_ref=multi_ref)
-        return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature),
-                           extra={"std": spread} if std is not None else {})
+        return ScoreResult(
+            scores=scores,
+            system_score=self.system_score(scores, columns),
+            signature=str(signature),
+            extra={"std": spread} if std is not None else {},
+        )
 
-    def stochastic_scores(self, columns: dict[str, list[str]], passes: int, seed: int, batch_size: int | None = None, device: str = "cpu",
-                          devices: int = 1, progress: bool | None = None) -> np.ndarray:
+    def stochastic_scores(
+        self,
+        columns: dict[str, list[str]],
+        passes: int,
+        seed: int,
+        batch_size: int | None = None,
+        device: str = "cpu",
+        devices: int = 1,
+        progress: bool | None = None,
+    ) -> np.ndarray:
         """``[passes, rows]`` scores with dropout on (MC dropout); only learned metrics have dropout."""
-        raise LightningMetricsError(f"{self.name} has no dropout: --mc-dropout needs a learned metric (an exported folder)")
+        raise LightningMetricsError(
+            f"{self.name} has no dropout: --mc-dropout needs a learned metric (an exported folder)"
+        )
 
     def columns(self, mt, ref=None, src=None) -> dict[str, list[str]]:
         """The fields this metric reads, checked: present where needed, equal in length."""
@@ -180,7 +223,10 @@ class Metric(ABC):
                 raise LightningMetricsError(f"{self.name} needs {_plural(name)} ({name}=... or {flag})")
         lengths = {k: len(v) for k, v in given.items() if v is not None}
         if len(set(lengths.values())) > 1:
-            raise LightningMetricsError("inputs differ in length: " + ", ".join(f"{n} {k}" for k, n in sorted(lengths.items(), key=_field_order)))
+            raise LightningMetricsError(
+                "inputs differ in length: "
+                + ", ".join(f"{n} {k}" for k, n in sorted(lengths.items(), key=_field_order))
+            )
         return {k: list(given[k]) for k in self.inputs}
 
 

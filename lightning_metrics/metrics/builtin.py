@@ -35,8 +35,14 @@ class BuiltinMetric(Metric):
     def _settings(self) -> dict:
         return {}
 
-    def compute_family(self, mt: list[str], ref: list[str], batch_size: int | None = None, device: str = "cpu",
-                       progress: bool | None = None) -> dict[str, list[float]]:
+    def compute_family(
+        self,
+        mt: list[str],
+        ref: list[str],
+        batch_size: int | None = None,
+        device: str = "cpu",
+        progress: bool | None = None,
+    ) -> dict[str, list[float]]:
         raise NotImplementedError
 
     def segment_scores(self, columns, batch_size=None, device="cpu", devices=1, progress=None) -> list[float]:
@@ -58,8 +64,16 @@ class BLEU(BuiltinMetric):
     def signature(self) -> Signature:
         import sacrebleu
 
-        return Signature.of("bleu", nrefs=1, case="lc" if self.lowercase else "mixed", tok=self.tokenize, smooth=self.smooth_method,
-                            segments="sentence_bleu", system="corpus_bleu", sacrebleu=sacrebleu.__version__)
+        return Signature.of(
+            "bleu",
+            nrefs=1,
+            case="lc" if self.lowercase else "mixed",
+            tok=self.tokenize,
+            smooth=self.smooth_method,
+            segments="sentence_bleu",
+            system="corpus_bleu",
+            sacrebleu=sacrebleu.__version__,
+        )
 
     def compute_family(self, mt, ref, batch_size=None, device="cpu", progress=None):
         return {"bleu": lexical.sentence_bleu(mt, ref, num_proc=self.num_proc, **self._settings())}
@@ -86,8 +100,17 @@ class CHRF(BuiltinMetric):
     def signature(self) -> Signature:
         import sacrebleu
 
-        return Signature.of("chrf", nrefs=1, case="lc" if self.lowercase else "mixed", nc=6, nw=self.word_order, space="no",
-                            segments="sentence_chrf", system="corpus_chrf", sacrebleu=sacrebleu.__version__)
+        return Signature.of(
+            "chrf",
+            nrefs=1,
+            case="lc" if self.lowercase else "mixed",
+            nc=6,
+            nw=self.word_order,
+            space="no",
+            segments="sentence_chrf",
+            system="corpus_chrf",
+            sacrebleu=sacrebleu.__version__,
+        )
 
     def compute_family(self, mt, ref, batch_size=None, device="cpu", progress=None):
         return {"chrf": lexical.sentence_chrf(mt, ref, num_proc=self.num_proc, **self._settings())}
@@ -130,8 +153,16 @@ class BERTScore(BuiltinMetric):
 
     option_group = "bertscore"
 
-    def __init__(self, part: str = "f", model: str = "default", layer: int | None = None, idf: bool = False,
-                 baseline: str | dict | None = None, precision: str | None = None, batch_size: int | None = None):
+    def __init__(
+        self,
+        part: str = "f",
+        model: str = "default",
+        layer: int | None = None,
+        idf: bool = False,
+        baseline: str | dict | None = None,
+        precision: str | None = None,
+        batch_size: int | None = None,
+    ):
         if part not in ("p", "r", "f"):
             raise LightningMetricsError(f"BERTScore part must be p, r or f, got {part!r}")
         self.name = f"bertscore_{part}"
@@ -140,7 +171,13 @@ class BERTScore(BuiltinMetric):
         self._scorer = None
 
     def _settings(self) -> dict:
-        return {"model": self.model, "layer": self.layer, "idf": self.idf, "baseline": str(self.baseline), "precision": self.precision}
+        return {
+            "model": self.model,
+            "layer": self.layer,
+            "idf": self.idf,
+            "baseline": str(self.baseline),
+            "precision": self.precision,
+        }
 
     def scorer(self, device: str = "cpu", batch_size: int | None = None, progress: bool | None = None):
         """The BERTScorer for ``device``, built once and kept."""
@@ -149,7 +186,14 @@ class BERTScore(BuiltinMetric):
         from lightning_metrics.bertscore import BERTScorer
 
         if self._scorer is None or self._scorer.device != torch.device(device):
-            self._scorer = BERTScorer(self.model, layer=self.layer, idf=self.idf, baseline=self.baseline, device=device, precision=self.precision)
+            self._scorer = BERTScorer(
+                self.model,
+                layer=self.layer,
+                idf=self.idf,
+                baseline=self.baseline,
+                device=device,
+                precision=self.precision,
+            )
         self._scorer.batch_size, self._scorer.progress = self.batch_size or batch_size, progress
         return self._scorer
 
@@ -163,7 +207,11 @@ class BERTScore(BuiltinMetric):
         if all(isinstance(r, str) for r in ref):
             return self.scorer(device, batch_size, progress).score(mt, ref).as_dict()
         refs = [[r] if isinstance(r, str) else list(r) for r in ref]
-        flat = self.scorer(device, batch_size, progress).score([m for m, rs in zip(mt, refs) for _ in rs], [r for rs in refs for r in rs]).as_dict()
+        flat = (
+            self.scorer(device, batch_size, progress)
+            .score([m for m, rs in zip(mt, refs) for _ in rs], [r for rs in refs for r in rs])
+            .as_dict()
+        )
         bounds = np.cumsum([0, *map(len, refs)])
         return {k: [float(np.max(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])] for k, v in flat.items()}
 
@@ -203,12 +251,23 @@ def builtin(name: str, **options) -> BuiltinMetric:
 def options_for(name: str, num_proc: int = 1, bertscore: dict | None = None) -> dict:
     """The shared options that apply to the built-in metric ``name``: ``num_proc`` or the BERTScore settings."""
     if BUILTIN[canonical_name(name)][0].option_group == "bertscore":
-        return {k: v for k, v in (bertscore or {}).items() if k in ("model", "layer", "idf", "baseline", "precision", "batch_size")}
+        return {
+            k: v
+            for k, v in (bertscore or {}).items()
+            if k in ("model", "layer", "idf", "baseline", "precision", "batch_size")
+        }
     return {"num_proc": num_proc}
 
 
-def builtin_scores(names: Sequence[str], mt: Sequence[str], ref: Sequence[str], num_proc: int = 1, bertscore: dict | None = None,
-                   device: str = "cpu", progress: bool | None = None) -> dict[str, list[float]]:
+def builtin_scores(
+    names: Sequence[str],
+    mt: Sequence[str],
+    ref: Sequence[str],
+    num_proc: int = 1,
+    bertscore: dict | None = None,
+    device: str = "cpu",
+    progress: bool | None = None,
+) -> dict[str, list[float]]:
     """Segment scores per built-in name (keys as given), each family computed once.
 
     ``bertscore`` holds BERTScore's settings (model, layer, idf, baseline, precision, batch_size).
@@ -220,6 +279,8 @@ def builtin_scores(names: Sequence[str], mt: Sequence[str], ref: Sequence[str], 
     for name, metric in metrics.items():
         if metric.family_key not in computed:
             metric.columns(mt, ref)  # the same checks as score()
-            computed[metric.family_key] = metric.compute_family(mt, ref, (bertscore or {}).get("batch_size"), device, progress)
+            computed[metric.family_key] = metric.compute_family(
+                mt, ref, (bertscore or {}).get("batch_size"), device, progress
+            )
         out[name] = list(computed[metric.family_key][metric.name])
     return out

@@ -30,8 +30,14 @@ MEMBERS = "members"
 class Ensemble(Metric):
     """Weighted mean of standardised member scores (see the module docstring)."""
 
-    def __init__(self, name: str, members: Sequence[tuple[str, Metric, dict]], stats: Sequence[dict], weights: Sequence[float],
-                 short_hash: str = "none"):
+    def __init__(
+        self,
+        name: str,
+        members: Sequence[tuple[str, Metric, dict]],
+        stats: Sequence[dict],
+        weights: Sequence[float],
+        short_hash: str = "none",
+    ):
         if not members:
             raise LightningMetricsError("an ensemble needs at least one member")
         self.name, self.members, self.stats, self.short_hash = name, list(members), list(stats), short_hash
@@ -46,7 +52,13 @@ class Ensemble(Metric):
         members = []
         for spec in export.meta.get("members", []):
             if spec.get("kind") == "export":
-                members.append((spec["label"], load_metric(str(export.file(spec["path"])), max_length=max_length, precision=precision), spec))
+                members.append(
+                    (
+                        spec["label"],
+                        load_metric(str(export.file(spec["path"])), max_length=max_length, precision=precision),
+                        spec,
+                    )
+                )
             else:
                 members.append((spec["label"], builtin(spec["name"], **spec.get("options", {})), spec))
         return cls(export.path.name, members, export.meta["stats"], export.meta["weights"], export.short_hash)
@@ -56,18 +68,34 @@ class Ensemble(Metric):
         labels = "+".join(label for label, _, _ in self.members)
         return Signature.of(self.name, hash=self.short_hash, family=FAMILY, members=labels, system="mean")
 
-    def member_scores(self, columns: dict[str, list[str]], batch_size: int | None = None, device: str = "cpu", devices: int = 1,
-                      progress: bool | None = None) -> dict[str, np.ndarray]:
+    def member_scores(
+        self,
+        columns: dict[str, list[str]],
+        batch_size: int | None = None,
+        device: str = "cpu",
+        devices: int = 1,
+        progress: bool | None = None,
+    ) -> dict[str, np.ndarray]:
         """Each member's raw segment scores, built-in families computed once."""
         out: dict[str, np.ndarray] = {}
-        plain = [(label, spec) for label, metric, spec in self.members if spec.get("kind") == "builtin" and not spec.get("options")]
+        plain = [
+            (label, spec)
+            for label, metric, spec in self.members
+            if spec.get("kind") == "builtin" and not spec.get("options")
+        ]
         if plain:
-            values = builtin_scores([spec["name"] for _, spec in plain], columns["mt"], columns["ref"], device=device, progress=progress)
+            values = builtin_scores(
+                [spec["name"] for _, spec in plain], columns["mt"], columns["ref"], device=device, progress=progress
+            )
             out.update({label: np.asarray(values[spec["name"]]) for label, spec in plain})
         for label, metric, _ in self.members:
             if label not in out:
                 given = {f: columns.get(f) for f in ("mt", "ref", "src")}
-                out[label] = np.asarray(metric.score(**given, batch_size=batch_size, device=device, devices=devices, progress=progress).scores)
+                out[label] = np.asarray(
+                    metric.score(
+                        **given, batch_size=batch_size, device=device, devices=devices, progress=progress
+                    ).scores
+                )
         return out
 
     def standardised(self, raw: dict[str, np.ndarray]) -> np.ndarray:
@@ -99,8 +127,17 @@ def member_spec(name: str, index: int) -> dict:
     return {"kind": "builtin", "name": canonical, "label": name, "options": {}}
 
 
-def export_ensemble(members: Sequence[str], out: str | Path, data, weights: Sequence[float] | None = None, force: bool = False,
-                    max_rows: int = 5000, seed: int = 0, device: str = "cpu", progress: bool | None = None) -> Path:
+def export_ensemble(
+    members: Sequence[str],
+    out: str | Path,
+    data,
+    weights: Sequence[float] | None = None,
+    force: bool = False,
+    max_rows: int = 5000,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool | None = None,
+) -> Path:
     """Write an ensemble folder of ``members`` (export folders and/or built-in names).
 
     ``data`` (a ratings table with the fields the members read) gives each member's
@@ -114,7 +151,9 @@ def export_ensemble(members: Sequence[str], out: str | Path, data, weights: Sequ
         raise LightningMetricsError(f"ensemble members need distinct names, got {labels}")
     weights = [1.0] * len(specs) if weights is None else [float(w) for w in weights]
     if len(weights) != len(specs) or min(weights) < 0 or sum(weights) <= 0:
-        raise LightningMetricsError(f"give one non-negative weight per member ({len(specs)}), not all zero; got {weights}")
+        raise LightningMetricsError(
+            f"give one non-negative weight per member ({len(specs)}), not all zero; got {weights}"
+        )
     loaded = [(s["label"], load_metric(s["source"]) if s["kind"] == "export" else builtin(s["name"]), s) for s in specs]
     probe = Ensemble(Path(out).name, loaded, [{"mean": 0.0, "std": 1.0}] * len(specs), weights)
     columns = _sample(data, probe.inputs, max_rows, seed)
@@ -126,8 +165,12 @@ def export_ensemble(members: Sequence[str], out: str | Path, data, weights: Sequ
             raise LightningMetricsError(f"member {label} gives constant scores on the data: it cannot be standardised")
         stats.append({"mean": float(np.mean(raw[label])), "std": std})
     meta = {
-        "family": FAMILY, "inputs": list(probe.inputs), "framework_version": __version__,
-        "members": [{k: v for k, v in s.items() if k != "source"} for s in specs], "stats": stats, "weights": weights,
+        "family": FAMILY,
+        "inputs": list(probe.inputs),
+        "framework_version": __version__,
+        "members": [{k: v for k, v in s.items() if k != "source"} for s in specs],
+        "stats": stats,
+        "weights": weights,
         "stats_data": {"rows": len(columns["mt"]), "seed": seed},
     }
 
@@ -145,18 +188,31 @@ def _sample(data, fields: Sequence[str], max_rows: int, seed: int) -> dict[str, 
     table = read_rating_table(str(data), required=tuple(fields)) if isinstance(data, (str, Path)) else dict(data)
     missing = [f for f in fields if f not in table]
     if missing:
-        raise InputError(str(data) if isinstance(data, (str, Path)) else "data", f"the members read {missing}, which the data lacks")
+        raise InputError(
+            str(data) if isinstance(data, (str, Path)) else "data", f"the members read {missing}, which the data lacks"
+        )
     n = len(table["mt"])
     pick = np.sort(np.random.default_rng(seed).permutation(n)[:max_rows]) if n > max_rows else np.arange(n)
     return take_rows({f: table[f] for f in fields}, pick)
 
 
 def ensemble_card(name: str, meta: dict) -> str:
-    lines = [f"- **{m['label']}** ({'exported metric' if m['kind'] == 'export' else 'built-in'}): weight {w:g}, standardised with mean "
-             f"{s['mean']:.4f}, std {s['std']:.4f}" for m, s, w in zip(meta["members"], meta["stats"], meta["weights"])]
-    return "\n".join([
-        f"# {name}", "", f"An ensemble metric exported by lightning-metrics {meta['framework_version']}: the weighted mean of its members'",
-        f"standardised scores (statistics from {meta['stats_data']['rows']} rows of training ratings).", "", *lines, "",
-        "Every file of this folder (the members' included) is listed with its sha256 in `manifest.json`",
-        "and checked when it loads; edit nothing here.", "",
-    ])
+    lines = [
+        f"- **{m['label']}** ({'exported metric' if m['kind'] == 'export' else 'built-in'}): weight {w:g}, standardised with mean "
+        f"{s['mean']:.4f}, std {s['std']:.4f}"
+        for m, s, w in zip(meta["members"], meta["stats"], meta["weights"])
+    ]
+    return "\n".join(
+        [
+            f"# {name}",
+            "",
+            f"An ensemble metric exported by lightning-metrics {meta['framework_version']}: the weighted mean of its members'",
+            f"standardised scores (statistics from {meta['stats_data']['rows']} rows of training ratings).",
+            "",
+            *lines,
+            "",
+            "Every file of this folder (the members' included) is listed with its sha256 in `manifest.json`",
+            "and checked when it loads; edit nothing here.",
+            "",
+        ]
+    )

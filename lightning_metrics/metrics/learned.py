@@ -26,7 +26,15 @@ from pytorch_lightning.callbacks import BasePredictionWriter
 from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.encoders import architecture_only
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.inference import CPU_BATCH_ROWS, batch_limits, check_precision, dtype_of, length_batches, resolve_precision, to_device
+from lightning_metrics.inference import (
+    CPU_BATCH_ROWS,
+    batch_limits,
+    check_precision,
+    dtype_of,
+    length_batches,
+    resolve_precision,
+    to_device,
+)
 from lightning_metrics.metrics.base import Metric, Signature
 from lightning_metrics.tables import take_rows
 
@@ -50,9 +58,13 @@ class LearnedMetric(Metric):
         self.inputs = tuple(self.export.meta.get("inputs", self.model.inputs))
         self.tokenizer = load_export_tokenizer(self.export)
         config = getattr(self.model.encoder, "config", None)
-        self.length_limit = min(int(self.tokenizer.model_max_length), int(getattr(config, "max_position_embeddings", MAX_LENGTH)))
+        self.length_limit = min(
+            int(self.tokenizer.model_max_length), int(getattr(config, "max_position_embeddings", MAX_LENGTH))
+        )
         if max_length is not None and not 0 < int(max_length) <= self.length_limit:
-            raise InputError(str(self.path), f"max_length {max_length} is outside 1..{self.length_limit}, the encoder's limit")
+            raise InputError(
+                str(self.path), f"max_length {max_length} is outside 1..{self.length_limit}, the encoder's limit"
+            )
         self.max_length = int(max_length) if max_length is not None else min(MAX_LENGTH, self.length_limit)
         self.truncated = 0  # rows of the last score() call that were longer than max_length
         self.shared_embeddings: dict | None = None  # sentence -> vector, shared by ensemble members with one encoder
@@ -64,20 +76,30 @@ class LearnedMetric(Metric):
     @property
     def signature(self) -> Signature:
         precision = self.precision if self.precision != "auto" else self.runs_in
-        return Signature.of(self.name, hash=self.export.short_hash, family=self.export.family, system="mean", precision=precision)
+        return Signature.of(
+            self.name, hash=self.export.short_hash, family=self.export.family, system="mean", precision=precision
+        )
 
     def segment_scores(self, columns, batch_size=None, device="cpu", devices=1, progress=None) -> list[float]:
         show = progress if progress is not None else len(columns["mt"]) >= PROGRESS_FROM
         self.truncated = self.count_truncated(columns)
         if self.truncated:
-            log.warning("%s: %d of %d rows are longer than max_length %d tokens and were truncated (the encoder allows up to %d)",
-                        self.name, self.truncated, len(columns["mt"]), self.max_length, self.length_limit)
+            log.warning(
+                "%s: %d of %d rows are longer than max_length %d tokens and were truncated (the encoder allows up to %d)",
+                self.name,
+                self.truncated,
+                len(columns["mt"]),
+                self.max_length,
+                self.length_limit,
+            )
         signals = self.signals(columns, device, show)
         if devices > 1:
             return self._score_distributed(columns, batch_size, device, devices, show, signals).tolist()
         return self._score_local(columns, batch_size, device, show, signals).tolist()
 
-    def stochastic_scores(self, columns, passes, seed, batch_size=None, device="cpu", devices=1, progress=None) -> np.ndarray:
+    def stochastic_scores(
+        self, columns, passes, seed, batch_size=None, device="cpu", devices=1, progress=None
+    ) -> np.ndarray:
         """MC dropout: ``passes`` scorings with every dropout of the model on (``torch`` seeded per pass),
         each sentence embedded afresh in each pass."""
         if devices > 1:
@@ -103,10 +125,18 @@ class LearnedMetric(Metric):
             lengths = [len(ids) for ids in self.tokenizer(columns["ref"], columns["mt"], verbose=False)["input_ids"]]
             return sum(n > self.max_length for n in lengths)
         unique = list(dict.fromkeys(t for texts in columns.values() for t in texts))
-        long = {t for t, ids in zip(unique, self.tokenizer(unique, verbose=False)["input_ids"]) if len(ids) > self.max_length}
-        return sum(any(texts[i] in long for texts in columns.values()) for i in range(len(columns["mt"]))) if long else 0
+        long = {
+            t
+            for t, ids in zip(unique, self.tokenizer(unique, verbose=False)["input_ids"])
+            if len(ids) > self.max_length
+        }
+        return (
+            sum(any(texts[i] in long for texts in columns.values()) for i in range(len(columns["mt"]))) if long else 0
+        )
 
-    def signals(self, columns: dict[str, list[str]], device: str = "cpu", progress: bool | None = None) -> np.ndarray | None:
+    def signals(
+        self, columns: dict[str, list[str]], device: str = "cpu", progress: bool | None = None
+    ) -> np.ndarray | None:
         """A hybrid model's signal values per row (with the BERTScore encoder saved in the export), else None."""
         spec = self.model.signal_spec
         if spec is None:
@@ -114,7 +144,9 @@ class LearnedMetric(Metric):
         from lightning_metrics.parallel import default_num_proc
         from lightning_metrics.signals import compute_signals
 
-        return compute_signals(spec, columns["mt"], columns["ref"], num_proc=default_num_proc(), device=device, progress=progress)
+        return compute_signals(
+            spec, columns["mt"], columns["ref"], num_proc=default_num_proc(), device=device, progress=progress
+        )
 
     # -- one process -------------------------------------------------------------------------
     def prepare(self, device: str) -> torch.device:
@@ -133,7 +165,14 @@ class LearnedMetric(Metric):
                 self.model.load_state_dict(self.export.load_weights(), strict=False)
             self.runs_in = precision
 
-    def _score_local(self, columns: dict[str, list[str]], batch_size: int | None, device: str, progress: bool, signals: np.ndarray | None) -> np.ndarray:
+    def _score_local(
+        self,
+        columns: dict[str, list[str]],
+        batch_size: int | None,
+        device: str,
+        progress: bool,
+        signals: np.ndarray | None,
+    ) -> np.ndarray:
         from tqdm.auto import tqdm
 
         target = self.prepare(device)
@@ -154,14 +193,18 @@ class LearnedMetric(Metric):
                 out[chunk] = scores
         return out
 
-    def _chunk_cross(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
+    def _chunk_cross(
+        self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None
+    ) -> np.ndarray:
         from lightning_metrics.data.batching import pad_sequences
 
         enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
         ids, types = enc["input_ids"], enc.get("token_type_ids")
         parts, batches = [], length_batches([len(x) for x in ids], *limits)
         for idx in batches:
-            inputs = pad_sequences(self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx])
+            inputs = pad_sequences(
+                self.tokenizer, [ids[i] for i in idx], None if types is None else [types[i] for i in idx]
+            )
             batch = {"inputs": to_device(inputs, target)}
             if signals is not None:
                 batch["signals"] = signals[idx].to(target)
@@ -171,7 +214,9 @@ class LearnedMetric(Metric):
         out[np.concatenate(batches)] = torch.cat(parts).cpu().numpy()  # one copy back
         return out
 
-    def _chunk_sentences(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None) -> np.ndarray:
+    def _chunk_sentences(
+        self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None
+    ) -> np.ndarray:
         n_rows = len(rows["mt"])
         unique = list(dict.fromkeys(t for texts in rows.values() for t in texts))
         cache = self.shared_embeddings
@@ -221,8 +266,15 @@ class LearnedMetric(Metric):
         return digest.hexdigest()
 
     # -- several processes -------------------------------------------------------------------
-    def _score_distributed(self, columns: dict[str, list[str]], batch_size: int, device: str, devices: int, progress: bool,
-                           signals: np.ndarray | None) -> np.ndarray:
+    def _score_distributed(
+        self,
+        columns: dict[str, list[str]],
+        batch_size: int,
+        device: str,
+        devices: int,
+        progress: bool,
+        signals: np.ndarray | None,
+    ) -> np.ndarray:
         import pytorch_lightning as pl
         from torch.utils.data import DataLoader
 
@@ -242,11 +294,19 @@ class LearnedMetric(Metric):
         self.set_precision(resolve_precision(self.precision, device))  # in the weights: the trainer runs 32-true
         with tempfile.TemporaryDirectory(prefix="lm-score-") as tmp:
             trainer = pl.Trainer(
-                accelerator="gpu" if gpu else "cpu", devices=devices, strategy="ddp_spawn", precision="32-true",
-                logger=False, enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
+                accelerator="gpu" if gpu else "cpu",
+                devices=devices,
+                strategy="ddp_spawn",
+                precision="32-true",
+                logger=False,
+                enable_checkpointing=False,
+                enable_model_summary=False,
+                enable_progress_bar=progress,
                 callbacks=[RankRowsWriter(tmp)],
             )
-            loader = DataLoader(dataset, batch_size=batch_size or CPU_BATCH_ROWS, collate_fn=collate)  # rows per rank and step
+            loader = DataLoader(
+                dataset, batch_size=batch_size or CPU_BATCH_ROWS, collate_fn=collate
+            )  # rows per rank and step
             trainer.predict(self.model, loader, return_predictions=False)
             rows = np.concatenate([np.load(f) for f in sorted(Path(tmp).glob("rank-*.npy"))])
         positions, first = np.unique(rows[:, 0].astype(np.int64), return_index=True)  # padding repeats some rows
@@ -290,7 +350,9 @@ def build_model(export):
         raise InputError(folder, f"{METADATA}: the hyper-parameters do not fit {export.family} ({e})") from None
     result = model.load_state_dict(export.load_weights(), strict=False)
     if result.missing_keys or result.unexpected_keys:
-        detail = f"missing {result.missing_keys[:3]}" if result.missing_keys else f"unexpected {result.unexpected_keys[:3]}"
+        detail = (
+            f"missing {result.missing_keys[:3]}" if result.missing_keys else f"unexpected {result.unexpected_keys[:3]}"
+        )
         raise InputError(folder, f"{WEIGHTS}: the weights do not fit {export.family}: {detail}")
     return model.eval()
 

@@ -35,7 +35,13 @@ from lightning_metrics.data_link import DataLink
 from lightning_metrics.encoders import load_encoder
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.inference import attention_kernels
-from lightning_metrics.models.head import add_source_bias, source_bias_table, standardised_signals, start_as_signal, zero_linear
+from lightning_metrics.models.head import (
+    add_source_bias,
+    source_bias_table,
+    standardised_signals,
+    start_as_signal,
+    zero_linear,
+)
 from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss
 from lightning_metrics.models.modules import LayerMix, pool
 from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
@@ -136,8 +142,10 @@ class MetricModel(pl.LightningModule):
             self.register_buffer("signal_std", torch.ones(self.n_signals))
             self.signal_skip = zero_linear(self.n_signals, max(1, len(self.targets))) if hp.signal_skip else None
         if hp.start_from is not None and (hp.start_from not in signals or not hp.signal_skip):
-            raise LightningMetricsError(f"model.start_from {hp.start_from!r} must be one of the model's signals {signals}, "
-                                        "with signal_skip true")
+            raise LightningMetricsError(
+                f"model.start_from {hp.start_from!r} must be one of the model's signals {signals}, "
+                "with signal_skip true"
+            )
 
     def init_head(self) -> None:
         """Called once a subclass has built ``self.head``: ``start_from`` (the output starts as that
@@ -159,7 +167,9 @@ class MetricModel(pl.LightningModule):
         if not path:
             return
         state, old_targets = starting_weights(path)
-        copied = matching_weights(self.state_dict(), state, self.targets, old_targets, self.n_signals, f"init_from {path}")
+        copied = matching_weights(
+            self.state_dict(), state, self.targets, old_targets, self.n_signals, f"init_from {path}"
+        )
         self.load_state_dict(copied, strict=False)
 
     @property
@@ -242,7 +252,7 @@ class MetricModel(pl.LightningModule):
             if name.startswith("encoder."):
                 if hp.keep_embeddings_frozen and name.startswith("encoder.embeddings"):
                     continue  # frozen for the whole run: not optimised at all
-                lr = self._encoder_lr(name[len("encoder."):])
+                lr = self._encoder_lr(name[len("encoder.") :])
             else:
                 lr = hp.lr_head
             decay = 0.0 if param.ndim == 1 else hp.weight_decay  # no decay on biases and norms
@@ -252,7 +262,7 @@ class MetricModel(pl.LightningModule):
     def _encoder_lr(self, name: str) -> float:
         hp = self.hparams
         if name.startswith("embeddings"):
-            return hp.lr_encoder * hp.layerwise_decay ** self.n_layers
+            return hp.lr_encoder * hp.layerwise_decay**self.n_layers
         match = _LAYER.search(name)
         if match:
             return hp.lr_encoder * hp.layerwise_decay ** (self.n_layers - 1 - int(match.group(1)))
@@ -310,7 +320,9 @@ class MetricModel(pl.LightningModule):
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         scores = self.predict_scores(batch)
         human = batch["targets"][:, 0].float()
-        self._outputs.append(torch.stack([batch["index"].float(), scores, human, batch["lp"].float(), batch["system"].float()], dim=1))
+        self._outputs.append(
+            torch.stack([batch["index"].float(), scores, human, batch["lp"].float(), batch["system"].float()], dim=1)
+        )
 
     test_step = validation_step
 

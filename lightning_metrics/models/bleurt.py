@@ -20,7 +20,12 @@ class BleurtRegressor(MetricModel):
     def __init__(self, **kwargs):
         """Arguments as :class:`MetricModel` (encoder, targets, learning rates, freezing, head sizes, ...)."""
         super().__init__(**kwargs)
-        self.head = FeedForward(self.head_width(self.hidden_size), self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
+        self.head = FeedForward(
+            self.head_width(self.hidden_size),
+            self.hparams.hidden_sizes,
+            out_dim=len(self.targets),
+            dropout=self.hparams.dropout,
+        )
         self.init_head()
 
     def forward(self, batch: dict) -> torch.Tensor:

@@ -66,7 +66,9 @@ class CometEstimator(SentenceEmbeddingModel):
         self.inputs = self.train_fields = ("src", "mt", "ref") if source_features else ("mt", "ref")
         super().__init__(**kwargs)
         width = self.head_width((6 if source_features else 4) * self.hidden_size)
-        self.head = FeedForward(width, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
+        self.head = FeedForward(
+            width, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout
+        )
         self.init_head()
 
     @staticmethod
@@ -90,7 +92,12 @@ class CometReferenceless(SentenceEmbeddingModel):
     def __init__(self, **kwargs):
         """Arguments as :class:`MetricModel`; ``hidden_sizes`` are the head's hidden layers."""
         super().__init__(**kwargs)
-        self.head = FeedForward(self.head_width(4 * self.hidden_size), self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout)
+        self.head = FeedForward(
+            self.head_width(4 * self.hidden_size),
+            self.hparams.hidden_sizes,
+            out_dim=len(self.targets),
+            dropout=self.hparams.dropout,
+        )
         self.init_head()
 
     @staticmethod

@@ -16,8 +16,14 @@ import torch.nn.functional as F
 LOSSES = ("mse", "huber")
 
 
-def regression_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "mse", delta: float = 1.0,
-                    clip: float | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
+def regression_loss(
+    pred: torch.Tensor,
+    target: torch.Tensor,
+    kind: str = "mse",
+    delta: float = 1.0,
+    clip: float | None = None,
+    weight: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``[n_targets]`` losses of ``pred`` against ``target`` (both ``[B, n_targets]``)."""
     if clip is not None:
         target = target.clamp(-clip, clip)

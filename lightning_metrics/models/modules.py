@@ -7,7 +7,6 @@ from typing import Sequence
 import torch
 from torch import nn
 
-
 LAYER_TRANSFORMS = ("softmax", "sparsemax")
 POOLINGS = ("avg", "max", "cls")
 
@@ -43,7 +42,9 @@ class LayerMix(nn.Module):
             if not drop.all():
                 weights = weights.masked_fill(drop, -1e4)
         mix = self.distribution(weights)
-        return self.gamma * torch.einsum("l,lbth->bth", mix.to(hidden_states[0].dtype), torch.stack(tuple(hidden_states), dim=0))
+        return self.gamma * torch.einsum(
+            "l,lbth->bth", mix.to(hidden_states[0].dtype), torch.stack(tuple(hidden_states), dim=0)
+        )
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, method: str = "avg") -> torch.Tensor:

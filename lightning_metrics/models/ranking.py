@@ -25,7 +25,9 @@ def ranking_score(mt: torch.Tensor, src: torch.Tensor, ref: torch.Tensor) -> tor
     ds = torch.linalg.vector_norm(mt - src, dim=1)
     dr = torch.linalg.vector_norm(mt - ref, dim=1)
     total = ds + dr
-    harmonic = torch.where(total > 0, 2 * ds * dr / total.clamp_min(torch.finfo(total.dtype).tiny), torch.zeros_like(total))
+    harmonic = torch.where(
+        total > 0, 2 * ds * dr / total.clamp_min(torch.finfo(total.dtype).tiny), torch.zeros_like(total)
+    )
     return 1.0 / (1.0 + harmonic)
 
 
@@ -52,7 +54,9 @@ class CometRanker(SentenceEmbeddingModel):
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         e = {k: v.float() for k, v in self.field_embeddings(batch).items()}
         margin = self.hparams.margin
-        loss = F.triplet_margin_loss(e["src"], e["pos"], e["neg"], margin=margin) + F.triplet_margin_loss(e["ref"], e["pos"], e["neg"], margin=margin)
+        loss = F.triplet_margin_loss(e["src"], e["pos"], e["neg"], margin=margin) + F.triplet_margin_loss(
+            e["ref"], e["pos"], e["neg"], margin=margin
+        )
         self.log("train_loss", loss, prog_bar=True, batch_size=len(e["pos"]))
         return loss
 
@@ -60,7 +64,9 @@ class CometRanker(SentenceEmbeddingModel):
         e = {k: v.float() for k, v in self.field_embeddings(batch).items()}
         better = ranking_score(e["pos"], e["src"], e["ref"])
         worse = ranking_score(e["neg"], e["src"], e["ref"])
-        self._outputs.append(torch.stack([batch["index"].float(), better, worse, batch["lp"].float(), batch["system"].float()], dim=1))
+        self._outputs.append(
+            torch.stack([batch["index"].float(), better, worse, batch["lp"].float(), batch["system"].float()], dim=1)
+        )
 
     test_step = validation_step
 
