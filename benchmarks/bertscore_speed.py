@@ -90,13 +90,16 @@ def main() -> None:
     )
     print(f"{'implementation':<26}{'seconds':>10}{'pairs/s':>10}{'ratio':>8}{'max |diff| PRF':>16}")
     print(
-        f"{'bert-score ' + bert_score.__version__ + ' fp32':<26}{t_theirs:>10.2f}{args.pairs / t_theirs:>10.1f}{1.0:>8.2f}{0.0:>16.1e}"
+        f"{'bert-score ' + bert_score.__version__ + ' fp32':<26}{t_theirs:>10.2f}"
+        f"{args.pairs / t_theirs:>10.1f}{1.0:>8.2f}{0.0:>16.1e}"
     )
     print(
-        f"{'lightning-metrics fp32':<26}{t_ours:>10.2f}{args.pairs / t_ours:>10.1f}{t_theirs / t_ours:>8.2f}{diff:>16.1e}"
+        f"{'lightning-metrics fp32':<26}{t_ours:>10.2f}"
+        f"{args.pairs / t_ours:>10.1f}{t_theirs / t_ours:>8.2f}{diff:>16.1e}"
     )
     print(
-        f"{'lightning-metrics bf16':<26}{t_bf16:>10.2f}{args.pairs / t_bf16:>10.1f}{t_theirs / t_bf16:>8.2f}{diff_bf16:>16.1e}"
+        f"{'lightning-metrics bf16':<26}{t_bf16:>10.2f}"
+        f"{args.pairs / t_bf16:>10.1f}{t_theirs / t_bf16:>8.2f}{diff_bf16:>16.1e}"
     )
 
 

@@ -1,6 +1,7 @@
 """BLEURT-style regressor on real DA ratings: does synthetic pre-training help? Against chrF and BERTScore.
 
-    .venv/bin/python benchmarks/bleurt_wmt.py [--sentences 5000] [--pairs 4] [--finetune-batches 300] [--out runs/bench_bleurt]
+    .venv/bin/python benchmarks/bleurt_wmt.py [--sentences 5000] [--pairs 4] [--finetune-batches 300]
+        [--out runs/bench_bleurt]
         [--pretrained runs/bench_bleurt/pretrain.ckpt]   # reuse stage 1 from an earlier run
 
 1. ``generate`` synthetic pairs from the default corpus (WordNet examples), all signals;

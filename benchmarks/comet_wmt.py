@@ -85,7 +85,8 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
         for i in range(args.epoch_rows):
             writer.writerow([dm.train_rows[k][i] for k in ("src", "mt", "ref", "score")])
     print(
-        f"\nEpoch over {args.epoch_rows} training rows (batch 32, {torch.get_num_threads()} CPU threads, same rows, encoder folder and head):"
+        f"\nEpoch over {args.epoch_rows} training rows (batch 32, {torch.get_num_threads()} CPU threads, same rows, "
+        "encoder folder and head):"
     )
     print(
         "| precision | unbabel-comet RegressionMetric | lightning-metrics CometEstimator | ratio |\n|---|---|---|---|"
@@ -118,7 +119,8 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
             raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
         peer = json.loads(proc.stdout.strip().splitlines()[-1])["epoch_seconds"]
         print(
-            f"| {precision} | {peer:.0f} s ({args.epoch_rows / peer:.1f} rows/s) | {ours:.0f} s ({args.epoch_rows / ours:.1f} rows/s) | {peer / ours:.2f}x |",
+            f"| {precision} | {peer:.0f} s ({args.epoch_rows / peer:.1f} rows/s) | {ours:.0f} s "
+            f"({args.epoch_rows / ours:.1f} rows/s) | {peer / ours:.2f}x |",
             flush=True,
         )
         times[precision] = (ours, peer)
@@ -148,7 +150,8 @@ def quality(args, out: Path) -> None:
         taus = [kendall(scores[lps == n], human[lps == n]) for n in names]
         print(f"| {metric} | " + " | ".join(f"{t:.4f}" for t in taus) + f" | {np.mean(taus):.4f} |")
     print(
-        f"\nfine-tuned {args.steps} steps of 32 rows in {elapsed:.0f} s (bf16 autocast, {torch.get_num_threads()} CPU threads)"
+        f"\nfine-tuned {args.steps} steps of 32 rows in {elapsed:.0f} s (bf16 autocast, {torch.get_num_threads()} CPU "
+        "threads)"
     )
     np.save(out / "dev_predictions.npy", results["comet estimator"])
 

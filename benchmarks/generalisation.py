@@ -417,9 +417,11 @@ def report(results: dict, out: Path, times: dict, args) -> None:
 
     tests = list(results)
     metrics = [m for m in [*BASELINES, "recipe", "recipe + BERTScore"] if all(m in results[t] for t in tests)]
-    cell = lambda r: (
-        f"{r['kendall']:.4f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if np.isfinite(r["ci"][0]) else f"{r['kendall']:.4f}"
-    )  # noqa: E731
+
+    def cell(r: dict) -> str:
+        interval = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if np.isfinite(r["ci"][0]) else ""
+        return f"{r['kendall']:.4f}{interval}"
+
     lines = [
         f"# Out-of-distribution suite (`{args.recipe}`)",
         "",
@@ -448,7 +450,8 @@ def report(results: dict, out: Path, times: dict, args) -> None:
         r = results[args.ablation_test]
         lines += [
             "",
-            f"Ablation on {args.ablation_test} (the recipe with one lever changed; dev = the model's best val_kendall):",
+            f"Ablation on {args.ablation_test} (the recipe with one lever changed; dev = the model's best "
+            "val_kendall):",
             "",
             "| variant | test Kendall | minus recipe | dev val_kendall |",
             "|---|---|---|---|",

@@ -54,7 +54,8 @@ def main() -> None:
     ta, _ = timed(lambda: scorer.score(cols_b["mt"], cols_b["ref"]))
 
     print(
-        f"generate speed: {args.sentences} WordNet example sentences x {args.pairs} pairs = {n} pairs, seed {args.seed}, {cores} cores"
+        f"generate speed: {args.sentences} WordNet example sentences x {args.pairs} pairs = {n} pairs, seed "
+        f"{args.seed}, {cores} cores"
     )
     print(f"{'run':<44}{'seconds':>9}{'pairs/s':>10}")
     print(f"{'lexical signals, 1 process (per core)':<44}{t1:>9.2f}{n / t1:>10.0f}")

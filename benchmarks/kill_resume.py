@@ -116,7 +116,8 @@ def main() -> None:
         )
     total_s = time.perf_counter() - start
     print(
-        f"\nall-MiniLM-L6-v2 estimator, {args.rows} rows, {steps} steps, last.ckpt every {EVERY} steps, seed {args.seed}"
+        f"\nall-MiniLM-L6-v2 estimator, {args.rows} rows, {steps} steps, last.ckpt every {EVERY} steps, seed "
+        f"{args.seed}"
     )
     print("| kill | point | resumed from step | final weights |\n|---|---|---|---|")
     for k, label, from_step, identical in rows:

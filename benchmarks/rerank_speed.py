@@ -1,6 +1,7 @@
 """MBR reranking time per source against ``comet-mbr``, same architecture and weights, N = 8 and 32.
 
-    .venv/bin/python benchmarks/rerank_speed.py [--sources 64] [--sizes 8 32] [--batch 64] [--peer-python .venv-comet/bin/python]
+    .venv/bin/python benchmarks/rerank_speed.py [--sources 64] [--sizes 8 32] [--batch 64]
+        [--peer-python .venv-comet/bin/python]
 
 1. Build the seeded ``CometEstimator`` of ``score_speed.py`` (default encoder, [1024, 256] head),
    exported, and the same weights under COMET's parameter names.
@@ -128,7 +129,8 @@ def main() -> None:
         same = sum(a == b for a, b in zip(peer_chosen, ours_chosen))
         unique = sum(len(set(g)) for g in groups)
         print(
-            f"| {n} | {len(groups)} | {len(groups) * n * (n - 1)} | {unique} | {peer_s / len(groups):.3f} | {ours_s / len(groups):.3f} | "
+            f"| {n} | {len(groups)} | {len(groups) * n * (n - 1)} | {unique} | {peer_s / len(groups):.3f} | "
+            f"{ours_s / len(groups):.3f} | "
             f"{peer_s / ours_s:.2f}x | {np.abs(peer_best - ours_best).max():.2e} | {same}/{len(groups)} |",
             flush=True,
         )

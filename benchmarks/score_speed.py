@@ -138,7 +138,8 @@ def speed(args) -> None:
     out = Path(args.out)
     folder = build_metric(out, args.seed)
     print(
-        "| layout | rows | unique sentences | unbabel-comet rows/s | lightning-metrics rows/s | ratio | max abs score diff |"
+        "| layout | rows | unique sentences | unbabel-comet rows/s | lightning-metrics rows/s | ratio | max abs score "
+        "diff |"
     )
     print("|---|---|---|---|---|---|---|")
     for name, rows in layouts(args.rows).items():
@@ -194,7 +195,8 @@ def rss(args) -> None:
     child = json.loads(proc.stdout.strip().splitlines()[-1])
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(
-        f"scored {child['lines']} lines ({args.rss_encoder} encoder) in {child['seconds']:.0f} s; peak RSS {peak:.0f} MiB"
+        f"scored {child['lines']} lines ({args.rss_encoder} encoder) in {child['seconds']:.0f} s; peak RSS {peak:.0f} "
+        "MiB"
     )
 
 

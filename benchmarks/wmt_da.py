@@ -1,6 +1,7 @@
 """The real-data recipe: learned metrics vs BLEU, chrF and BERTScore, in and out of distribution.
 
-    .venv/bin/python benchmarks/wmt_da.py [--steps 300] [--comet-steps 0] [--comet-epochs 1] [--lolo-steps 300] [--lolo-max-rows 3000]
+    .venv/bin/python benchmarks/wmt_da.py [--steps 300] [--comet-steps 0] [--comet-epochs 1] [--lolo-steps 300]
+        [--lolo-max-rows 3000]
         [--pretrained runs/bench_bleurt/pretrain.ckpt] [--out runs/wmt_da] [--bootstrap 1000]
 
 Models (default encoder, bf16 autocast on CPU, batch 32, max 128 tokens):
@@ -276,7 +277,8 @@ def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: 
     from lightning_metrics.plots import kendall_bars, scatter_plots
 
     command = (
-        f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --comet-epochs {args.comet_epochs} --lolo-model {args.lolo_model} "
+        f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --comet-epochs "
+        f"{args.comet_epochs} --lolo-model {args.lolo_model} "
         f"--lolo-steps {args.lolo_steps} --lolo-max-rows {args.lolo_max_rows}"
     )
     text = [f"# WMT benchmark (`{command}`)", ""]

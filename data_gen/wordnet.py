@@ -86,7 +86,8 @@ def _load_wordnet():
             raise WordNetNotFound(
                 "WordNet not found; tried: "
                 + "; ".join(tried)
-                + ". Install it with `apt-get install wordnet-base wordnet-sense-index` or `python -m nltk.downloader wordnet`"
+                + ". Install it with `apt-get install wordnet-base wordnet-sense-index` or "
+                "`python -m nltk.downloader wordnet`"
             ) from None
         data_root = _debian_as_nltk_data(DEBIAN_DIR)
         if str(data_root) not in nltk.data.path:

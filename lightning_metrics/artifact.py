@@ -141,7 +141,8 @@ def read_export(path: str | os.PathLike) -> Export:
     if meta["format_version"] >= 2:
         raise InputError(
             str(folder),
-            f"{MANIFEST} is missing, so the folder cannot be verified (format version {meta['format_version']} writes one)",
+            f"{MANIFEST} is missing, so the folder cannot be verified (format version {meta['format_version']} writes "
+            "one)",
         )
     for name in V1_FILES:
         if not (folder / name).is_file():

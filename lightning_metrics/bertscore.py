@@ -1,6 +1,7 @@
 """BERTScore for any Hugging Face encoder: layer choice, IDF weights, baseline rescaling.
 
-Formulas (as the bert-score package computes them): token embeddings from layer L, cosine matrix between candidate tokens
+Formulas (as the bert-score package computes them): token embeddings from layer L, cosine matrix
+between candidate tokens
 ĥ_j and reference tokens r_i; ``P = Σ_j w_j max_i cos(ĥ_j, r_i) / Σ_j w_j``, ``R`` the same
 from the reference side, ``F = 2PR/(P+R)``. Weights are 1 (or ``idf(w) = log((M+1)/(df(w)+1))``
 over M reference sentences) and 0 for the special tokens ([CLS], [SEP], <s>, </s>); special
@@ -376,7 +377,8 @@ def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _token_index(
     offsets: np.ndarray, lengths: np.ndarray, sentences: np.ndarray, pad_row: int, device
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[B, L]`` rows of the token table for ``sentences`` (``pad_row`` past each one's end) and the mask of real tokens."""
+    """``[B, L]`` rows of the token table for ``sentences`` (``pad_row`` past each one's end) and the
+    mask of real tokens."""
     width = int(lengths[sentences].max()) if len(sentences) else 0
     mask = np.arange(width)[None, :] < lengths[sentences][:, None]
     rows = np.where(mask, offsets[sentences][:, None] + np.arange(width)[None, :], pad_row)

@@ -80,7 +80,8 @@ def _evaluate_parser() -> ArgumentParser:
         "--max-length",
         type=Optional[int],
         default=None,
-        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated",
+        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); "
+        "longer rows are counted and truncated",
     )
     _add_bertscore_flags(p)
     _add_column_flags(p)
@@ -198,7 +199,8 @@ def run_baseline(cfg) -> int:
     baseline["corpus"] = str(cfg.corpus)
     _write_json(cfg.out, baseline)
     print(
-        f"{scorer.signature}  P {baseline['P']:.4f}  R {baseline['R']:.4f}  F {baseline['F']:.4f}  ({cfg.n_pairs} pairs, seed {cfg.seed})"
+        f"{scorer.signature}  P {baseline['P']:.4f}  R {baseline['R']:.4f}  F {baseline['F']:.4f}  ({cfg.n_pairs} "
+        f"pairs, seed {cfg.seed})"
     )
     return 0
 
@@ -266,7 +268,8 @@ def _probe_parser() -> ArgumentParser:
         "--corpus",
         type=Optional[str],
         default=None,
-        help="sentences: a text file or a table column (default: WordNet's example sentences); a table with src and ref columns is a parallel corpus",
+        help="sentences: a text file or a table column (default: WordNet's example sentences); "
+        "a table with src and ref columns is a parallel corpus",
     )
     p.add_argument(
         "--column", type=Optional[str], default=None, help="column of a table corpus (default ref, else text)"

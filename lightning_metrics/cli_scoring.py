@@ -75,7 +75,8 @@ def _score_parser() -> ArgumentParser:
         "--max-length",
         type=Optional[int],
         default=None,
-        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); longer rows are counted and truncated",
+        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); "
+        "longer rows are counted and truncated",
     )
     _add_column_flags(p)
     return p
@@ -244,7 +245,8 @@ def run_rerank(cfg) -> int:
             if values is not None and len(values) != len(candidates):
                 raise InputError(
                     path,
-                    f"{len(values)} lines, but {cfg.candidates} holds {len(candidates)} sources of {cfg.num_candidates}",
+                    f"{len(values)} lines, but {cfg.candidates} holds {len(candidates)} sources of "
+                    f"{cfg.num_candidates}",
                 )
     else:
         raise LightningMetricsError(

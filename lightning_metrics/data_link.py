@@ -19,7 +19,8 @@ def link_problem(model, data) -> str | None:
     """Why ``data`` cannot feed ``model`` (settings that differ), else None."""
     family = type(model).__name__
     if getattr(data, "encoder", model.hparams.encoder) != model.hparams.encoder:
-        return f"model.encoder is {model.hparams.encoder!r} but data.encoder is {data.encoder!r}; set both to the same encoder"
+        encoders = f"model.encoder is {model.hparams.encoder!r} but data.encoder is {data.encoder!r}"
+        return f"{encoders}; set both to the same encoder"
     if list(data.targets) != list(model.targets):
         return f"model.targets {list(model.targets)} differ from data.targets {list(data.targets)}"
     data_signals = getattr(data, "signal_spec", None)
@@ -30,7 +31,8 @@ def link_problem(model, data) -> str | None:
     layout = model.batch_layout
     if (data.input_format, tuple(data.text_fields)) != (layout["input_format"], layout["text_fields"]):
         return (
-            f"{family} reads {layout['input_format']} batches of {list(layout['text_fields'])}, but the data module makes "
+            f"{family} reads {layout['input_format']} batches of {list(layout['text_fields'])}, but the data module "
+            "makes "
             f"{data.input_format} batches of {list(data.text_fields)}; build it with **model.batch_layout"
         )
     return None

@@ -56,7 +56,8 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
     """Return ``(model, tokenizer)`` for an encoder: ``"default"``, a local folder, or a hub name.
 
     ``weights=False`` builds the architecture from the folder's ``config.json`` without loading
-    weights (an exported metric brings its own); so does :func:`architecture_only`. Raises :class:`EncoderNotFoundError` listing
+    weights (an exported metric brings its own); so does :func:`architecture_only`. Raises
+    :class:`EncoderNotFoundError` listing
     every place that was tried.
     """
     if not weights or not _LOAD_WEIGHTS.get():

@@ -89,7 +89,8 @@ def evaluate(
     :func:`lightning_metrics.metrics.score_many`: built-in names and exported metric folders).
     ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
     BERTScore's settings; ``batch_size``, ``device``, ``precision`` and ``progress`` go to every
-    metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall over pairs of outputs of
+    metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall
+    over pairs of outputs of
     one source whose ``raw`` DA scores differ by more than ``darr_threshold``. Without a ``ref``
     column only reference-free metrics can be evaluated.
     """
@@ -197,7 +198,8 @@ def format_table(ev: Evaluation) -> str:
     if ev.darr:
         lines += [
             "",
-            f"DARR Kendall (pairs of outputs of one source whose raw scores differ by more than {ev.settings['darr_threshold']:g}):",
+            "DARR Kendall (pairs of outputs of one source whose raw scores differ by more than "
+            f"{ev.settings['darr_threshold']:g}):",
         ]
         lines += [
             f"  {m}  " + "  ".join(f"{g}: {t:.4f} ({n} pairs)" for g, (t, n) in by.items()) for m, by in ev.darr.items()

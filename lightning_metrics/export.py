@@ -105,13 +105,14 @@ def model_card(name: str, meta: dict) -> str:
     dev = ", ".join(f"{k} {v:.4f}" for k, v in meta["dev_correlations"].items()) or "none recorded"
     mean, std = meta["target_mean"], meta["target_std"]
     scale = f"mean {mean[0]:.4f}, std {std[0]:.4f}" if mean else "no target: the score is a distance"
+    trained = meta["trained"]
     return f"""# {name}
 
 A learned evaluation metric exported by lightning-metrics {meta["framework_version"]}.
 
 - **Family:** {meta["family"]} (inputs: {", ".join(meta["inputs"])}); targets {", ".join(meta["targets"]) or "none"};
   the score is the first target on the training data's scale ({scale}).
-- **Base encoder:** {meta["encoder"]}; trained {meta["trained"]["epoch"]} epoch(s), {meta["trained"]["global_step"]} steps.
+- **Base encoder:** {meta["encoder"]}; trained {trained["epoch"]} epoch(s), {trained["global_step"]} steps.
 - **Training data:** {_data_line(meta.get("training_data", {}))}.
 - **Dev correlations:** {dev}.
 
@@ -140,12 +141,15 @@ def _data_line(data: dict) -> str:
     if not data:
         return "not recorded"
     lps = ", ".join(data.get("language_pairs") or []) or "no language-pair column"
-    line = f"{data['source']} ({data['kind']}): {data['train_rows']} training rows, {data['val_rows']} validation rows; language pairs: {lps}"
+    rows = f"{data['train_rows']} training rows, {data['val_rows']} validation rows"
+    line = f"{data['source']} ({data['kind']}): {rows}; language pairs: {lps}"
     if data.get("sources"):
         line += (
-            f"; scores normalised per source and language pair: {data.get('normalise')}; rows weighted by: {data.get('weight_by') or 'nothing'}"
+            f"; scores normalised per source and language pair: {data.get('normalise')}; rows weighted by: "
+            f"{data.get('weight_by') or 'nothing'}"
             + "".join(
-                f"\n  - source `{s['name']}`: {s['path']} ({s['train_rows']} training, {s['val_rows']} validation rows, weight {s['weight']})"
+                f"\n  - source `{s['name']}`: {s['path']} ({s['train_rows']} training, {s['val_rows']} validation "
+                f"rows, weight {s['weight']})"
                 for s in data["sources"]
             )
         )

@@ -106,7 +106,8 @@ def run(
     times["total"] = time.perf_counter() - started
     print("wall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     print(
-        f'\nLoad it in Python:  from lightning_metrics import load_metric; load_metric("{folder}").score(mt=[...], ref=[...])'
+        f'\nLoad it in Python:  from lightning_metrics import load_metric; load_metric("{folder}").score(mt=[...], '
+        "ref=[...])"
     )
     return {**result, "times": times}
 

@@ -111,13 +111,15 @@ def format_comparisons(
     ]
     lines += [
         "",
-        f"{'A':<{width}}  {'B':<{width}}  {'B - A':>9}  {'95% CI':>21}  {'p (bootstrap)':>13}  {'p (t-test)':>10}  winner",
+        f"{'A':<{width}}  {'B':<{width}}  {'B - A':>9}  {'95% CI':>21}  {'p (bootstrap)':>13}  {'p (t-test)':>10}  "
+        "winner",
         "-" * (2 * width + 75),
     ]
     for p in pairs:
         ci = f"[{p.ci_low:+.4f}, {p.ci_high:+.4f}]"
         lines.append(
-            f"{p.system_a:<{width}}  {p.system_b:<{width}}  {p.delta:>+9.4f}  {ci:>21}  {_p(p.p_bootstrap):>13}  {_p(p.p_ttest):>10}  {p.winner}"
+            f"{p.system_a:<{width}}  {p.system_b:<{width}}  {p.delta:>+9.4f}  {ci:>21}  {_p(p.p_bootstrap):>13}  "
+            f"{_p(p.p_ttest):>10}  {p.winner}"
         )
     lines += [
         "",

@@ -4,8 +4,9 @@ Every run starts from the shared trainer defaults, :data:`TRAINER_DEFAULTS` (che
 early stopping on ``val_kendall``, clipping, validation twice an epoch); a config states what
 differs. Unless a config names its loggers, the run logs to CSV and W&B under
 ``trainer.default_root_dir``; W&B stays offline unless ``WANDB_MODE`` says otherwise. Precision
-defaults to :func:`~lightning_metrics.inference.training_precision` (``trainer.precision: null``), and ``ddp``/``ddp_spawn``
-become their ``find_unused_parameters_true`` variants while ``nr_frozen_epochs`` freezes the encoder.
+defaults to :func:`~lightning_metrics.inference.training_precision` (``trainer.precision: null``),
+and ``ddp``/``ddp_spawn`` become their ``find_unused_parameters_true`` variants while
+``nr_frozen_epochs`` freezes the encoder.
 The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings, and its batch layout
 (``input_format``, ``text_fields``), are linked from the model's, so a config states them once
 (a value given for the data is replaced by the model's).

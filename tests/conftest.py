@@ -141,7 +141,8 @@ def write_csv():
 
 
 def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Path:
-    """``model`` trained one step on the ratings file ``data`` and exported to ``folder/name`` (a real, if untrained, metric)."""
+    """``model`` trained one step on the ratings file ``data`` and exported to ``folder/name`` (a real,
+    if untrained, metric)."""
     import pytorch_lightning as pl
 
     from lightning_metrics.data.modules import RatingsDataModule

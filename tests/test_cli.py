@@ -93,7 +93,8 @@ def test_column_flags_and_config_file(tmp_path, capsys):
 
 
 def test_console_script_quickstart(tmp_path):
-    """The whole quickstart (generate, pre-train, export, score, probe) on tiny budgets; the export loads in a fresh process."""
+    """The whole quickstart (generate, pre-train, export, score, probe) on tiny budgets; the export loads in a
+    fresh process."""
     budgets = ["--sentences", "40", "--pairs-per-sentence", "2", "--probe-sentences", "8", "--num-proc", "1"]
     proc = subprocess.run(
         [
@@ -117,7 +118,9 @@ def test_console_script_quickstart(tmp_path):
     assert re.search(r"^candidate\s+quickstart\s+bleu\s+chrf\s+bertscore$", out, re.M)
     assert re.search(r"^The cat is not on the mat\.\s+-?\d\.\d{4}\s+50\.0000", out, re.M)  # BLEU of the negated example
     assert re.search(r"^chrf\s+all\s", out, re.M) and "Kendall tau between severity and mean drop" in out
-    code = f"from lightning_metrics import load_metric; print(load_metric({str(tmp_path / 'ck' / 'quickstart')!r}).score(mt=['a cat'], ref=['the cat']).scores)"
+    folder = str(tmp_path / "ck" / "quickstart")
+    score = "score(mt=['a cat'], ref=['the cat']).scores"
+    code = f"from lightning_metrics import load_metric; print(load_metric({folder!r}).{score})"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0 and re.fullmatch(r"\[-?\d+\.\d+(e-?\d+)?\]\n", loaded.stdout), loaded.stderr[-2000:]
 
@@ -147,7 +150,8 @@ def test_a_config_with_a_yaml_syntax_error_names_file_line_and_column(tmp_path, 
     assert main([command, "--config", "bad.yaml"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "error: bad.yaml: line 2, column 5: YAML syntax error: expected ',' or ']', but got ':' (while parsing a flow sequence)"
+        "error: bad.yaml: line 2, column 5: YAML syntax error: expected ',' or ']', but got ':' (while parsing a flow "
+        "sequence)"
     ]
     assert main([command, "--config=missing.yaml"]) == 2
     assert (

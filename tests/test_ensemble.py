@@ -16,7 +16,8 @@ from lightning_metrics.models import CometEstimator
 
 @pytest.fixture(scope="module")
 def members(tmp_path_factory, tiny_encoder, document_rows, write_csv):
-    """Two tiny estimators on one frozen encoder (no layer mix), one trained further: different heads, equal encoders."""
+    """Two tiny estimators on one frozen encoder (no layer mix), one trained further: different heads,
+    equal encoders."""
     folder = tmp_path_factory.mktemp("ensemble")
     data = write_csv(folder / "r.csv", document_rows)
     out = []

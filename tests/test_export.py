@@ -61,7 +61,10 @@ def test_round_trip_in_a_fresh_offline_process(trained, tmp_path, capsys):
     }
     meta = json.loads((out / "metric.json").read_text())
     assert meta["format_version"] == 2 and meta["family"] == "BleurtRegressor" and meta["inputs"] == ["mt", "ref"]
-    code = f"from lightning_metrics import load_metric; import json; print(json.dumps(load_metric({str(out)!r}).score(mt={MT!r}, ref={REF!r}).scores))"
+    code = (
+        "from lightning_metrics import load_metric; import json; "
+        f"print(json.dumps(load_metric({str(out)!r}).score(mt={MT!r}, ref={REF!r}).scores))"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path

@@ -161,7 +161,7 @@ def test_debian_wordnet_folder_gets_a_lexnames_file(tmp_path, monkeypatch):
     assert len(lexnames) == 45 and lexnames[0] == "00\tadj.all\t3" and lexnames[44] == "44\tadj.ppl\t3"
     monkeypatch.setattr(nltk.data, "path", [*nltk.data.path, str(root)])
     reader = WordNetCorpusReader(str(root / "corpora" / "wordnet"), None)
-    assert "cold" in {a.name() for s in reader.synsets("hot", "a") for l in s.lemmas() for a in l.antonyms()}
+    assert "cold" in {a.name() for s in reader.synsets("hot", "a") for lemma in s.lemmas() for a in lemma.antonyms()}
 
 
 def test_default_corpus_is_wordnet_examples():

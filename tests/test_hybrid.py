@@ -93,7 +93,10 @@ def test_hybrid_estimator_round_trips_through_export_in_a_fresh_process(tiny_enc
     with torch.no_grad():
         in_memory = model.predict_scores(collate(rows)).tolist()
     args = {k: val[k][:n] for k in ("mt", "ref", "src")}
-    code = f"import json; from lightning_metrics import load_metric; print(json.dumps(load_metric({str(folder)!r}).score(**{args!r}).scores))"
+    code = (
+        "import json; from lightning_metrics import load_metric; "
+        f"print(json.dumps(load_metric({str(folder)!r}).score(**{args!r}).scores))"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
@@ -117,7 +120,8 @@ def test_estimator_without_source_features_reads_no_source(tiny_encoder, data, t
 
 
 def test_objective_levers_train(tiny_encoder, tmp_path, document_rows, write_csv):
-    """Huber on clipped targets, annotator weights, the pairwise term over source groups and a per-source bias, in one run."""
+    """Huber on clipped targets, annotator weights, the pairwise term over source groups and a per-source
+    bias, in one run."""
     data = write_csv(tmp_path / "r.csv", document_rows)
     pl.seed_everything(0)
     dm = RatingsDataModule(

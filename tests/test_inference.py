@@ -86,7 +86,8 @@ def test_score_precision_flag_and_its_one_line_errors(metrics, tmp_path):
         [*cli, "--model", str(metrics["comet"]), "--precision", "fp16"], cwd=tmp_path, capture_output=True, text=True
     )
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
-        "error: score: argument --precision: invalid choice: 'fp16' (choose from 'auto', 'fp32', 'bf16') (lightning-metrics score --help lists the options)"
+        "error: score: argument --precision: invalid choice: 'fp16' (choose from 'auto', 'fp32', 'bf16') "
+        "(lightning-metrics score --help lists the options)"
     ]
     lexical = subprocess.run(
         [*cli, "--model", "bleu", "--precision", "bf16"], cwd=tmp_path, capture_output=True, text=True

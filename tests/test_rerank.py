@@ -160,5 +160,6 @@ def test_a_mapped_source_id_column_must_exist(tmp_path, capsys):
     )
     assert (
         capsys.readouterr().err.strip()
-        == f"error: {tmp_path / 'c.csv'}: mapped column(s) not found: source_id -> 'sid'; the file's columns are ['mt', 'source_id', 'src']"
+        == f"error: {tmp_path / 'c.csv'}: mapped column(s) not found: source_id -> 'sid'; "
+        "the file's columns are ['mt', 'source_id', 'src']"
     )

@@ -142,7 +142,8 @@ def test_fit_export_score_evaluate(tmp_path, tiny_encoder, ratings, config, run_
 
 
 def test_bleurt_pretrain_then_finetune(tmp_path, tiny_encoder, ratings):
-    """generate -> fit configs/bleurt/pretrain.yaml -> fit configs/bleurt/finetune.yaml with init_from -> export -> score."""
+    """generate -> fit configs/bleurt/pretrain.yaml -> fit configs/bleurt/finetune.yaml with init_from -> export
+    -> score."""
     (tmp_path / "corpus.txt").write_text("\n".join(TINY_CORPUS) + "\n", encoding="utf-8")
     (tmp_path / "ratings.csv").write_bytes((ratings / "ratings.csv").read_bytes())
     ok(

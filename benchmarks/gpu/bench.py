@@ -165,7 +165,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
             diff = f"{e['max_abs_diff_to_peer']:.1e}" if "max_abs_diff_to_peer" in e else ""
             part = f"{100 * e['share_of_bf16_rate']:.1f}%" if e["share_of_bf16_rate"] is not None else "n/a"
             lines.append(
-                f"| {row['work']} | {row['shape']} | {row['rows']} | {name} | {e['rows_per_s']:,.0f} | {ratio} | {diff} | {part} |"
+                f"| {row['work']} | {row['shape']} | {row['rows']} | {name} | {e['rows_per_s']:,.0f} | {ratio} | "
+                f"{diff} | {part} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -1,8 +1,11 @@
 """unbabel-comet side of the COMET benchmarks; runs ONLY in the separate peer virtual environment.
 
-    .venv-comet/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32] [--precision 32] [--accelerator gpu]
-    .venv-comet/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR --weights comet.safetensors [--batch 64] [--accelerator gpu]
-    .venv-comet/bin/python benchmarks/peers/comet_peer.py mbr --data candidates.json --encoder DIR --weights comet.safetensors [--batch 64]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py train --data train.csv --encoder DIR [--batch 32]
+        [--precision 32] [--accelerator gpu]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py predict --data triples.csv --encoder DIR
+        --weights comet.safetensors [--batch 64] [--accelerator gpu]
+    .venv-comet/bin/python benchmarks/peers/comet_peer.py mbr --data candidates.json --encoder DIR
+        --weights comet.safetensors [--batch 64]
 
 Builds COMET's ``RegressionMetric`` with the architecture of lightning-metrics' ``CometEstimator``
 (BERT encoder from a local folder, softmax layer mix without layer norm, average pooling, a

@@ -340,7 +340,8 @@ class RatingsDataModule(MetricDataModule):
         elif source.split_by not in rows:
             raise InputError(
                 source.path,
-                f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (val_split_by) to null",
+                f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (val_split_by) "
+                "to null",
             )
         else:
             keys = [f"{lp}\t{doc}" for lp, doc in zip(rows.get("lp", [""] * n), rows[source.split_by])]
@@ -475,7 +476,8 @@ class PretrainDataModule(MetricDataModule):
         if missing:
             raise InputError(
                 self.data,
-                f"this model reads {list(self.text_fields)} but the generate output has no {missing} (run generate on a parallel corpus for src)",
+                f"this model reads {list(self.text_fields)} but the generate output has no {missing} (run generate on "
+                "a parallel corpus for src)",
             )
         train_idx, val_idx = split_by_group([str(x) for x in rows["sentence_id"]], self.val_fraction, self.seed)
         self.train_rows, self.val_rows = take_rows(rows, train_idx), take_rows(rows, val_idx)

@@ -156,5 +156,6 @@ class RankingDataModule(RatingsDataModule):
                 if not rows["pos"]:
                     raise InputError(
                         self.train_path,
-                        f"no {name} pairs: no two outputs of one source differ by more than {self.threshold} in {self.score_column!r}",
+                        f"no {name} pairs: no two outputs of one source differ by more than {self.threshold} in "
+                        f"{self.score_column!r}",
                     )

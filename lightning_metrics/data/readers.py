@@ -66,7 +66,8 @@ def read_ratings(
     ``source`` is a ``.csv``/``.tsv``/``.jsonl``/``.parquet`` file, a folder written by
     ``Dataset.save_to_disk``, or a hub dataset name. ``required`` lists canonical columns that
     must exist; text columns among them must be non-empty and the others (``score``,
-    ``raw``, training targets) finite numbers. With ``on_invalid="skip"`` bad rows are dropped and counted in a log warning;
+    ``raw``, training targets) finite numbers. With ``on_invalid="skip"`` bad rows are dropped and
+    counted in a log warning;
     with ``"error"`` (default) the first bad row raises :class:`InputError`.
     """
     import datasets
@@ -134,7 +135,8 @@ def read_parallel_text(
     """Read one-segment-per-line files: one or more system outputs, references and a source.
 
     Returns ``{"mt": [[lines of system 1], ...], "ref": [...] | None, "src": [...] | None,
-    "systems": [file names]}``; with several reference files, ``ref`` holds a list per line. All files must have the same number of lines; an empty line is
+    "systems": [file names]}``; with several reference files, ``ref`` holds a list per line. All
+    files must have the same number of lines; an empty line is
     invalid (``on_invalid="skip"`` drops that line index from every file, keeping alignment).
     """
     mt_paths = [mt] if isinstance(mt, (str, os.PathLike)) else list(mt)

@@ -140,7 +140,8 @@ class Metric(ABC):
 
         ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...; ``devices > 1``
         scores learned metrics with Lightning's DDP. ``batch_size``: rows per encoder batch (default 64 on
-        the CPU; on CUDA, batches fill a token budget, see :mod:`lightning_metrics.inference`). ``progress``: a progress bar (None: on for long inputs).
+        the CPU; on CUDA, batches fill a token budget, see :mod:`lightning_metrics.inference`).
+        ``progress``: a progress bar (None: on for long inputs).
         ``mc_dropout=N`` (learned metrics): N passes with dropout on, seeded by ``seed``; the
         scores are the per-segment means and ``extra["std"]`` their standard deviations (N times the cost).
         ``ref`` may hold a list of references per row: built-in metrics use them as their packages

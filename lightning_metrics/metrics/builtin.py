@@ -149,7 +149,8 @@ class ROUGE(BuiltinMetric):
 
 
 class BERTScore(BuiltinMetric):
-    """BERTScore precision, recall or F1 (:class:`~lightning_metrics.bertscore.BERTScorer`); the system score is the mean."""
+    """BERTScore precision, recall or F1 (:class:`~lightning_metrics.bertscore.BERTScorer`); the system
+    score is the mean."""
 
     option_group = "bertscore"
 

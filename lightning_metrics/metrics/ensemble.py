@@ -198,7 +198,8 @@ def _sample(data, fields: Sequence[str], max_rows: int, seed: int) -> dict[str, 
 
 def ensemble_card(name: str, meta: dict) -> str:
     lines = [
-        f"- **{m['label']}** ({'exported metric' if m['kind'] == 'export' else 'built-in'}): weight {w:g}, standardised with mean "
+        f"- **{m['label']}** ({'exported metric' if m['kind'] == 'export' else 'built-in'}): weight {w:g}, "
+        "standardised with mean "
         f"{s['mean']:.4f}, std {s['std']:.4f}"
         for m, s, w in zip(meta["members"], meta["stats"], meta["weights"])
     ]
@@ -206,7 +207,8 @@ def ensemble_card(name: str, meta: dict) -> str:
         [
             f"# {name}",
             "",
-            f"An ensemble metric exported by lightning-metrics {meta['framework_version']}: the weighted mean of its members'",
+            f"An ensemble metric exported by lightning-metrics {meta['framework_version']}: the weighted mean of its "
+            "members'",
             f"standardised scores (statistics from {meta['stats_data']['rows']} rows of training ratings).",
             "",
             *lines,

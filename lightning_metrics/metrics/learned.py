@@ -48,7 +48,8 @@ class LearnedMetric(Metric):
     """A folder written by ``lightning-metrics export``, verified against its manifest; never unpickles."""
 
     def __init__(self, path: str | Path, export=None, max_length: int | None = None, precision: str | None = "auto"):
-        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 on CUDA, else fp32), see :mod:`lightning_metrics.inference`."""
+        """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 on CUDA, else fp32), see
+        :mod:`lightning_metrics.inference`."""
         self.path = Path(path)
         self.precision = check_precision(precision)
         self.runs_in = "fp32"  # the precision the weights are in now (the last scoring's)
@@ -85,7 +86,8 @@ class LearnedMetric(Metric):
         self.truncated = self.count_truncated(columns)
         if self.truncated:
             log.warning(
-                "%s: %d of %d rows are longer than max_length %d tokens and were truncated (the encoder allows up to %d)",
+                "%s: %d of %d rows are longer than max_length %d tokens and were truncated (the encoder allows up to "
+                "%d)",
                 self.name,
                 self.truncated,
                 len(columns["mt"]),

@@ -100,7 +100,8 @@ class MetricModel(pl.LightningModule):
         ``source_bias`` per rating source (scoring uses the first source's); and ``signals``, the
         hybrid inputs (:mod:`lightning_metrics.signals`) fed to the head beside the embeddings,
         standardised, with a linear ``signal_skip`` from them to the output; ``start_from`` (one of
-        ``signals``) starts the model as that baseline: its skip weight to the first target 1, the head's last layer zero."""
+        ``signals``) starts the model as that baseline: its skip weight to the first target 1, the
+        head's last layer zero."""
         super().__init__()
         self.targets = list(targets)
         self.loss_weights = objective_weights(loss, loss_weights, self.targets)
@@ -303,7 +304,7 @@ class MetricModel(pl.LightningModule):
         pred = self(batch).float()
         target = (batch["targets"] - self.target_mean) / self.target_std
         losses = regression_loss(pred, target, hp.loss, hp.huber_delta, hp.clip_targets, batch.get("weight"))
-        loss = sum(w * l for w, l in zip(self.loss_weights, losses))
+        loss = sum(w * part for w, part in zip(self.loss_weights, losses))
         if hp.pairwise_weight > 0:
             if "group" not in batch:
                 raise LightningMetricsError("pairwise_weight needs rows grouped by source (ratings with src or ref)")
