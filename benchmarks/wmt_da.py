@@ -38,7 +38,8 @@ import pytorch_lightning as pl  # noqa: E402
 
 from lightning_metrics.artifact import is_exported  # noqa: E402
 from lightning_metrics.correlation import correlate_metrics  # noqa: E402
-from lightning_metrics.data.modules import RatingsDataModule, split_by_group  # noqa: E402
+from lightning_metrics.data.base import split_by_group
+from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
 from lightning_metrics.data.readers import read_rating_table  # noqa: E402
 from lightning_metrics.export import export_checkpoint  # noqa: E402
 from lightning_metrics.metrics import score_many  # noqa: E402

@@ -11,7 +11,7 @@ import glob
 import math
 from pathlib import Path
 
-from lightning_metrics.data.modules import SAMPLERS
+from lightning_metrics.data.base import SAMPLERS
 from lightning_metrics.data.readers import ON_INVALID
 from lightning_metrics.data.sources import NORMALISATIONS, RatingSource
 from lightning_metrics.errors import InputError, LightningMetricsError

@@ -22,7 +22,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 
 from lightning_metrics.config_checks import check_training_config
-from lightning_metrics.data.modules import MetricDataModule
+from lightning_metrics.data.base import MetricDataModule
 from lightning_metrics.inference import native_cpu_bf16, training_precision
 from lightning_metrics.models.base import MetricModel
 from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
