@@ -16,16 +16,14 @@ from jsonargparse import ArgumentParser
 
 from lightning_metrics import __version__
 from lightning_metrics.cli_common import (
-    _add_column_flags,
     _add_device_flag,
     _add_encoder_flags,
-    _columns,
     _config_file_problem,
     _repeated_list_option,
     _subparser,
-    _write_json,
     log,
 )
+from lightning_metrics.cli_evaluation import _baseline_parser, _evaluate_parser, run_baseline, run_evaluate
 from lightning_metrics.cli_ranges import annotate, range_problem
 from lightning_metrics.cli_scoring import (
     _compare_parser,
@@ -37,172 +35,6 @@ from lightning_metrics.cli_scoring import (
 )
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
-
-
-def _evaluate_parser() -> ArgumentParser:
-    from lightning_metrics.metrics import builtin_names
-
-    p = _subparser("Correlate metrics with the human scores of a ratings file.")
-    p.add_argument(
-        "--data",
-        type=str,
-        required=True,
-        help="ratings: .csv/.tsv/.jsonl/.parquet, a saved dataset folder, or a hub name",
-    )
-    p.add_argument(
-        "--metrics",
-        type=str,
-        nargs="+",
-        default=["bleu", "chrf"],
-        help=f"exported metric folders or built-in metrics: {', '.join(builtin_names())}",
-    )
-    p.add_argument("--group", type=str, default=None, help="column to group by, e.g. lp (default: no grouping)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="segment resamples for 95%% CIs (0: none)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--json", type=str, default=None, help="also write the numbers to this JSON file")
-    p.add_argument(
-        "--plot",
-        type=Optional[str],
-        default=None,
-        help="write scatter plots per group and a Kendall bar chart (PNG) to this folder",
-    )
-    p.add_argument(
-        "--num-proc", type=int, default=default_num_proc(), help="processes for lexical scoring and the bootstrap"
-    )
-    p.add_argument("--quiet", type=bool, default=False, help="no progress bars")
-    p.add_argument(
-        "--darr",
-        type=bool,
-        default=False,
-        help="add WMT's DARR Kendall (pairs of one source whose raw DA scores differ by > 25)",
-    )
-    p.add_argument(
-        "--max-length",
-        type=Optional[int],
-        default=None,
-        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); "
-        "longer rows are counted and truncated",
-    )
-    _add_bertscore_flags(p)
-    _add_column_flags(p)
-    return p
-
-
-def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> None:
-    group = parser.add_argument_group("BERTScore")
-    group.add_argument(
-        f"--{prefix}model",
-        type=str,
-        default="default",
-        help="encoder: 'default' (all-MiniLM-L6-v2), a folder or a hub name",
-    )
-    group.add_argument(
-        f"--{prefix}layer",
-        type=Optional[int],
-        default=None,
-        help="layer (default: documented per model, else the last)",
-    )
-    group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
-    group.add_argument(
-        f"--{prefix}baseline",
-        type=Optional[str],
-        default=None,
-        help="baseline JSON from bertscore-baseline, to rescale",
-    )
-    _add_encoder_flags(group)
-    _add_device_flag(group)
-
-
-def _bertscore_options(cfg) -> dict:
-    return {
-        "model": cfg.bertscore_model,
-        "layer": cfg.bertscore_layer,
-        "idf": cfg.bertscore_idf,
-        "baseline": cfg.bertscore_baseline,
-        "precision": cfg.precision,
-    }
-
-
-def run_evaluate(cfg) -> int:
-    from lightning_metrics.data.readers import read_ratings
-    from lightning_metrics.evaluate import evaluate, format_table
-    from lightning_metrics.metrics import check_names, metric_inputs
-
-    check_names(cfg.metrics)
-    needs = {f for m in cfg.metrics for f in metric_inputs(m)}  # a table without ref suits reference-free metrics
-    data = read_ratings(
-        cfg.data, columns=_columns(cfg), required=("mt", "score", *sorted(needs - {"mt"})), on_invalid=cfg.on_invalid
-    )
-    ev = evaluate(
-        data,
-        cfg.metrics,
-        group=cfg.group,
-        bootstrap=cfg.bootstrap,
-        seed=cfg.seed,
-        source=cfg.data,
-        num_proc=cfg.num_proc,
-        bertscore=_bertscore_options(cfg),
-        batch_size=cfg.batch_size,
-        device=cfg.device,
-        progress=False if cfg.quiet else None,
-        max_length=cfg.max_length,
-        darr=cfg.darr,
-        precision=cfg.precision,
-    )
-    print(format_table(ev))
-    if cfg.json:
-        _write_json(cfg.json, ev.to_dict())
-    if cfg.plot:
-        from lightning_metrics.evaluate import plot_evaluation
-
-        print("plots: " + ", ".join(str(p) for p in plot_evaluation(ev, cfg.plot)))
-    return 0
-
-
-def _baseline_parser() -> ArgumentParser:
-    p = _subparser("Compute a BERTScore rescaling baseline for any encoder and layer.")
-    p.add_argument("--model", type=str, default="default", help="encoder: 'default', a folder or a hub name")
-    p.add_argument(
-        "--layer", type=Optional[int], default=None, help="layer (default: documented per model, else the last)"
-    )
-    p.add_argument(
-        "--corpus",
-        type=str,
-        required=True,
-        help="sentences: a text file (one per line) or a table with a ref/text column",
-    )
-    p.add_argument("--column", type=Optional[str], default=None, help="column of a table corpus")
-    p.add_argument("--out", type=str, required=True, help="JSON file to write")
-    p.add_argument("--n-pairs", type=int, default=5000, help="random pairs of different sentences")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--idf", type=bool, default=False, help="IDF-weighted baseline (IDF over the corpus)")
-    _add_encoder_flags(p)
-    _add_device_flag(p)
-    return p
-
-
-def run_baseline(cfg) -> int:
-    from lightning_metrics.bertscore import BERTScorer, compute_baseline
-    from lightning_metrics.data.readers import read_corpus
-
-    corpus = read_corpus(cfg.corpus, column=cfg.column)
-    scorer = BERTScorer(
-        cfg.model,
-        layer=cfg.layer,
-        idf=cfg.idf,
-        idf_corpus=corpus if cfg.idf else None,
-        batch_size=cfg.batch_size,
-        device=cfg.device,
-        precision=cfg.precision,
-    )
-    baseline = compute_baseline(scorer, corpus, n_pairs=cfg.n_pairs, seed=cfg.seed)
-    baseline["corpus"] = str(cfg.corpus)
-    _write_json(cfg.out, baseline)
-    print(
-        f"{scorer.signature}  P {baseline['P']:.4f}  R {baseline['R']:.4f}  F {baseline['F']:.4f}  ({cfg.n_pairs} "
-        f"pairs, seed {cfg.seed})"
-    )
-    return 0
 
 
 def _generate_parser() -> ArgumentParser:

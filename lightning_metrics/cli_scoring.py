@@ -58,6 +58,13 @@ def _score_parser() -> ArgumentParser:
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
+    _add_learned_metric_flags(p)
+    _add_column_flags(p)
+    return p
+
+
+def _add_learned_metric_flags(p: ArgumentParser) -> None:
+    """``score``'s options that only learned metrics take: references, MC dropout, sequence length."""
     p.add_argument(
         "--multi-ref",
         choices=["max", "mean"],
@@ -78,8 +85,6 @@ def _score_parser() -> ArgumentParser:
         help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); "
         "longer rows are counted and truncated",
     )
-    _add_column_flags(p)
-    return p
 
 
 def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list | None, dict | list | None]:

@@ -90,9 +90,8 @@ def evaluate(
     ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
     BERTScore's settings; ``batch_size``, ``device``, ``precision`` and ``progress`` go to every
     metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall
-    over pairs of outputs of
-    one source whose ``raw`` DA scores differ by more than ``darr_threshold``. Without a ``ref``
-    column only reference-free metrics can be evaluated.
+    over pairs of outputs of one source whose ``raw`` DA scores differ by more than
+    ``darr_threshold``. Without a ``ref`` column only reference-free metrics can be evaluated.
     """
     from lightning_metrics.metrics import score_many
 
@@ -104,21 +103,13 @@ def evaluate(
     mt, human = list(data["mt"]), np.asarray(data["score"], dtype=float)
     ref = list(data["ref"]) if "ref" in columns else None
     src = list(data["src"]) if "src" in columns else None
-    scorer = scorer or (
-        lambda names, m, r, s: score_many(
-            names,
-            m,
-            r,
-            s,
-            num_proc=num_proc,
-            bertscore=bertscore,
-            batch_size=batch_size,
-            device=device,
-            progress=progress,
-            max_length=max_length,
-            precision=precision,
-        )
-    )
+    options = {"num_proc": num_proc, "bertscore": bertscore, "batch_size": batch_size, "device": device}
+    options.update(progress=progress, max_length=max_length, precision=precision)
+
+    def score_all(names, m, r, s):
+        return score_many(names, m, r, s, **options)
+
+    scorer = scorer or score_all
     scores = scorer(list(metrics), mt, ref, src)
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None
