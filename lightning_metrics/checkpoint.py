@@ -78,3 +78,18 @@ def matching_weights(
     if not any(k.startswith("encoder.") for k in copied):
         raise InputError(source, "no encoder weights match this model's encoder")
     return copied
+
+
+def encoder_brings_weights(encoder: str, init_from: Optional[str]) -> bool:
+    """Whether ``model.encoder`` loads its own weights. An exported (or imported) metric folder as the
+    encoder gives only the architecture and tokenizer: its weights come with ``init_from``, which must
+    then be that same folder."""
+    if not is_exported(encoder):
+        return True
+    if init_from is None or os.path.realpath(str(init_from)) != os.path.realpath(str(encoder)):
+        raise InputError(
+            str(encoder),
+            "an exported metric as model.encoder brings its architecture, not encoder weights of its own: "
+            "give the same folder as model.init_from",
+        )
+    return False

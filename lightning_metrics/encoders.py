@@ -52,6 +52,11 @@ def architecture_only():
         _LOAD_WEIGHTS.reset(token)
 
 
+def weights_wanted() -> bool:
+    """False inside :func:`architecture_only`: encoders built now take their weights from elsewhere."""
+    return _LOAD_WEIGHTS.get()
+
+
 def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: bool = True, **model_kwargs):
     """Return ``(model, tokenizer)`` for an encoder: ``"default"``, a local folder, or a hub name.
 
@@ -63,11 +68,10 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
     if not weights or not _LOAD_WEIGHTS.get():
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+        target = resolve_encoder(name_or_path)
         try:
-            config = AutoConfig.from_pretrained(str(name_or_path), local_files_only=True)
-            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(
-                str(name_or_path), local_files_only=True
-            )
+            config = AutoConfig.from_pretrained(target, local_files_only=True)
+            return AutoModel.from_config(config), AutoTokenizer.from_pretrained(target, local_files_only=True)
         except (OSError, ValueError) as e:
             raise EncoderNotFoundError(
                 f"encoder config in {name_or_path} could not be loaded: {str(e).splitlines()[0]}"
@@ -127,3 +131,26 @@ def load_tokenizer(name_or_path: str | os.PathLike = DEFAULT_ENCODER):
         raise EncoderNotFoundError(
             f"tokenizer for encoder {str(name_or_path)!r} could not be loaded: {str(e).splitlines()[0]}"
         ) from None
+
+
+def save_encoder_files(name_or_path: str | os.PathLike, folder: str | os.PathLike) -> None:
+    """Write an encoder's ``config.json`` and tokenizer (never its weights) into ``folder``: from a
+    local folder, or from the hub by name unless the hub is switched off. For code that takes every
+    weight from elsewhere (a peer's checkpoint) but needs the architecture and the tokenizer."""
+    from transformers import AutoConfig
+
+    target = resolve_encoder(name_or_path)
+    local = Path(target).expanduser().is_dir()
+    if not local and _hub_offline():
+        raise EncoderNotFoundError(
+            f"encoder {str(name_or_path)!r} is not a local folder and the hub is switched off "
+            "(HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE); pass a folder with its config.json and tokenizer"
+        )
+    try:
+        config = AutoConfig.from_pretrained(target)
+    except (OSError, ValueError) as e:
+        raise EncoderNotFoundError(
+            f"encoder config of {str(name_or_path)!r} could not be loaded: {str(e).splitlines()[0]}"
+        ) from None
+    config.save_pretrained(folder)
+    load_tokenizer(target).save_pretrained(folder)

@@ -15,6 +15,7 @@ from pytorch_lightning.callbacks import Callback
 from lightning_metrics import __version__
 from lightning_metrics.artifact import SIGNAL_ENCODER, WEIGHTS, write_export
 from lightning_metrics.checkpoint import read_checkpoint
+from lightning_metrics.encoders import architecture_only
 from lightning_metrics.errors import LightningMetricsError
 
 
@@ -31,7 +32,8 @@ def model_from_checkpoint(path: str | os.PathLike):
     # LightningCLI adds its own keys (_class_path, _instantiator) to the saved hyper-parameters
     hparams = {k: v for k, v in dict(checkpoint.get("hyper_parameters", {})).items() if not k.startswith("_")}
     hparams["init_from"] = None
-    model = FAMILIES[family](**hparams)
+    with architecture_only():  # every weight comes from the checkpoint
+        model = FAMILIES[family](**hparams)
     model.load_state_dict(checkpoint["state_dict"])
     return model, checkpoint
 
@@ -67,13 +69,20 @@ def save_model_files(model, folder: Path) -> None:
 
 
 def _metadata(model, checkpoint: dict, source) -> dict:
-    hparams = {
-        k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from") and not k.startswith("_")
-    }
     dev = {}
     for key, state in checkpoint.get("callbacks", {}).items() if isinstance(checkpoint.get("callbacks"), dict) else []:
         if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
             dev[state.get("monitor") or "score"] = float(state["best_model_score"])
+    trained = {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step")}
+    return metadata(model, {**trained, "checkpoint": Path(source).name}, dev, checkpoint.get("data_summary", {}))
+
+
+def metadata(model, trained: dict, dev: dict, training_data: dict) -> dict:
+    """``metric.json``'s content for ``model``: ``trained`` (epoch, global_step, checkpoint name), the
+    ``dev`` correlations of its best checkpoint and the summary of its ``training_data``."""
+    hparams = {
+        k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from") and not k.startswith("_")
+    }
     return {
         "family": type(model).__name__,
         "inputs": list(model.inputs),
@@ -83,13 +92,9 @@ def _metadata(model, checkpoint: dict, source) -> dict:
         "hyper_parameters": hparams,
         "encoder": str(model.hparams.encoder),
         "framework_version": __version__,
-        "trained": {
-            "epoch": checkpoint.get("epoch"),
-            "global_step": checkpoint.get("global_step"),
-            "checkpoint": Path(source).name,
-        },
+        "trained": trained,
         "dev_correlations": dev,
-        "training_data": checkpoint.get("data_summary", {}),
+        "training_data": training_data,
         "signals": None
         if model.signal_spec is None
         else {
@@ -114,7 +119,7 @@ A learned evaluation metric exported by lightning-metrics {meta["framework_versi
   the score is the first target on the training data's scale ({scale}).
 - **Base encoder:** {meta["encoder"]}; trained {trained["epoch"]} epoch(s), {trained["global_step"]} steps.
 - **Training data:** {_data_line(meta.get("training_data", {}))}.
-- **Dev correlations:** {dev}.
+- **Dev correlations:** {dev}.{_origin_line(meta.get("imported_from"))}
 
 ## Use
 
@@ -135,6 +140,15 @@ score carries). The metric reflects its training data: language pairs, domains a
 protocols it never saw may rank outputs less reliably; check with `lightning-metrics evaluate`
 on your own ratings before relying on it.
 """
+
+
+def _origin_line(origin: dict | None) -> str:
+    if not origin:
+        return ""
+    return (
+        f"\n- **Imported from:** {origin['peer']} {origin['class']}, `{origin['file']}` (sha256 "
+        f"{origin['sha256'][:16]}...); its scores are the peer's own, on the peer's scale."
+    )
 
 
 def _data_line(data: dict) -> str:

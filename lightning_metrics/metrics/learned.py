@@ -66,7 +66,8 @@ class LearnedMetric(Metric):
             raise InputError(
                 str(self.path), f"max_length {max_length} is outside 1..{self.length_limit}, the encoder's limit"
             )
-        self.max_length = int(max_length) if max_length is not None else min(MAX_LENGTH, self.length_limit)
+        default = int(self.export.meta.get("max_length") or MAX_LENGTH)  # an import records its peer's truncation
+        self.max_length = int(max_length) if max_length is not None else min(default, self.length_limit)
         self.truncated = 0  # rows of the last score() call that were longer than max_length
         self.shared_embeddings: dict | None = None  # sentence -> vector, shared by ensemble members with one encoder
 

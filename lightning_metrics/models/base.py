@@ -20,6 +20,7 @@ processes in :mod:`lightning_metrics.parallel`.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -29,10 +30,10 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 
-from lightning_metrics.checkpoint import matching_weights, starting_weights
+from lightning_metrics.checkpoint import STATISTICS, encoder_brings_weights, matching_weights, starting_weights
 from lightning_metrics.correlation import correlations_by_group
 from lightning_metrics.data_link import DataLink
-from lightning_metrics.encoders import load_encoder
+from lightning_metrics.encoders import load_encoder, weights_wanted
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.inference import attention_kernels
 from lightning_metrics.models.head import (
@@ -43,10 +44,11 @@ from lightning_metrics.models.head import (
     zero_linear,
 )
 from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss
-from lightning_metrics.models.modules import LayerMix, pool
+from lightning_metrics.models.modules import FeedForward, LayerMix, pool
 from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
 from lightning_metrics.signals import SignalSpec
 
+log = logging.getLogger(__name__)
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
 
@@ -78,9 +80,13 @@ class MetricModel(pl.LightningModule):
         layer_mix: bool = True,
         mix_dropout: float = 0.0,
         layer_transform: str = "softmax",
+        mix_layer_norm: bool = False,
+        layer: Optional[int] = None,
         pooling: str = "avg",
         dropout: float = 0.1,
         hidden_sizes: Sequence[int] = (256,),
+        activation: str = "Tanh",
+        final_activation: Optional[str] = None,
         init_from: Optional[str] = None,
         loss: str = "mse",
         huber_delta: float = 1.0,
@@ -94,7 +100,10 @@ class MetricModel(pl.LightningModule):
         signal_skip: bool = True,
         start_from: Optional[str] = None,
     ):
-        """Encoder, targets, optimisation and freezing as the module docstring describes; the objective
+        """Encoder, targets, optimisation and freezing as the module docstring describes; the readout
+        (``layer_mix`` of every layer, its ``layer_transform`` and ``mix_layer_norm``, or else the one hidden
+        state ``layer``, 0 the embeddings and the last by default; ``pooling``) and the head (``hidden_sizes``,
+        ``activation`` and ``final_activation`` by ``torch.nn`` name, ``dropout``); the objective
         (``loss``: mse or huber, ``clip_targets`` in standard deviations, ``pairwise_weight`` and
         ``pairwise_margin`` of the ranking term, see :mod:`~lightning_metrics.models.losses`); a
         ``source_bias`` per rating source (scoring uses the first source's); and ``signals``, the
@@ -121,13 +130,18 @@ class MetricModel(pl.LightningModule):
     def _build_encoder(self) -> None:
         """The encoder in training mode, without its unused pooler, its layer mix, embeddings frozen if asked."""
         hp = self.hparams
-        self.encoder, _ = load_encoder(hp.encoder)
+        own_weights = weights_wanted() and encoder_brings_weights(hp.encoder, hp.init_from)
+        self.encoder, _ = load_encoder(hp.encoder, weights=own_weights)
         self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None  # unused (we pool hidden states); DDP rejects unused parameters
         self.hidden_size = int(self.encoder.config.hidden_size)
         self.n_layers = int(self.encoder.config.num_hidden_layers)
-        self.layer_mix = LayerMix(self.n_layers + 1, hp.mix_dropout, hp.layer_transform) if hp.layer_mix else None
+        self.layer_mix = (
+            LayerMix(self.n_layers + 1, hp.mix_dropout, hp.layer_transform, hp.mix_layer_norm) if hp.layer_mix else None
+        )
+        if hp.layer is not None and not 0 <= hp.layer <= self.n_layers:
+            raise LightningMetricsError(f"model.layer {hp.layer} is outside 0..{self.n_layers}, the encoder's layers")
         if hp.keep_embeddings_frozen:
             for name, p in self.encoder.named_parameters():
                 if name.startswith("embeddings"):
@@ -147,6 +161,18 @@ class MetricModel(pl.LightningModule):
                 f"model.start_from {hp.start_from!r} must be one of the model's signals {signals}, "
                 "with signal_skip true"
             )
+
+    def make_head(self, features: int) -> FeedForward:
+        """The head over ``features`` values (plus one per signal), one output per target."""
+        hp = self.hparams
+        return FeedForward(
+            self.head_width(features),
+            hp.hidden_sizes,
+            out_dim=len(self.targets),
+            dropout=hp.dropout,
+            activation_name=hp.activation,
+            final_activation=hp.final_activation,
+        )
 
     def init_head(self) -> None:
         """Called once a subclass has built ``self.head``: ``start_from`` (the output starts as that
@@ -168,10 +194,20 @@ class MetricModel(pl.LightningModule):
         if not path:
             return
         state, old_targets = starting_weights(path)
-        copied = matching_weights(
-            self.state_dict(), state, self.targets, old_targets, self.n_signals, f"init_from {path}"
-        )
+        own = self.state_dict()
+        copied = matching_weights(own, state, self.targets, old_targets, self.n_signals, f"init_from {path}")
         self.load_state_dict(copied, strict=False)
+        left = [k for k in state if k not in copied and k not in STATISTICS and k in own]
+        if left:  # e.g. a head of other hidden sizes: it starts fresh, which the user should know
+            shapes = ", ".join(f"{k} {list(state[k].shape)} here {list(own[k].shape)}" for k in left[:2])
+            log.warning(
+                "init_from %s: %d weights do not fit this model and start fresh (%s%s); to keep them, give the "
+                "model the source's hidden_sizes, layer and pooling settings (an export lists them in metric.json)",
+                path,
+                len(left),
+                shapes,
+                ", ..." if len(left) > 2 else "",
+            )
 
     @property
     def batch_layout(self) -> dict:
@@ -209,9 +245,13 @@ class MetricModel(pl.LightningModule):
     def embed(self, inputs: dict) -> torch.Tensor:
         """Pooled sentence (or pair) vectors [B, H] from tokenised ``inputs``, in fp32 whatever the
         encoder's dtype (the head's weights are fp32)."""
+        layer = self.hparams.get("layer")
         with attention_kernels():
-            out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None)
-        tokens = self.layer_mix(out.hidden_states) if self.layer_mix is not None else out.last_hidden_state
+            out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None or layer is not None)
+        if self.layer_mix is not None:
+            tokens = self.layer_mix(out.hidden_states, inputs["attention_mask"])
+        else:
+            tokens = out.last_hidden_state if layer is None else out.hidden_states[layer]
         return pool(tokens, inputs["attention_mask"], self.hparams.pooling).float()
 
     def head_output(self, features: torch.Tensor, extras: dict) -> torch.Tensor:

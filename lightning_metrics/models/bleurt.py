@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 
 from lightning_metrics.models.base import MetricModel
-from lightning_metrics.models.modules import FeedForward
 
 
 class BleurtRegressor(MetricModel):
@@ -20,12 +19,7 @@ class BleurtRegressor(MetricModel):
     def __init__(self, **kwargs):
         """Arguments as :class:`MetricModel` (encoder, targets, learning rates, freezing, head sizes, ...)."""
         super().__init__(**kwargs)
-        self.head = FeedForward(
-            self.head_width(self.hidden_size),
-            self.hparams.hidden_sizes,
-            out_dim=len(self.targets),
-            dropout=self.hparams.dropout,
-        )
+        self.head = self.make_head(self.hidden_size)
         self.init_head()
 
     def forward(self, batch: dict) -> torch.Tensor:

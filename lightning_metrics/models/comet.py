@@ -17,7 +17,6 @@ from __future__ import annotations
 import torch
 
 from lightning_metrics.models.base import MetricModel
-from lightning_metrics.models.modules import FeedForward
 
 
 class SentenceEmbeddingModel(MetricModel):
@@ -65,10 +64,7 @@ class CometEstimator(SentenceEmbeddingModel):
         """``source_features``: see the class docstring; other arguments as :class:`MetricModel`."""
         self.inputs = self.train_fields = ("src", "mt", "ref") if source_features else ("mt", "ref")
         super().__init__(**kwargs)
-        width = self.head_width((6 if source_features else 4) * self.hidden_size)
-        self.head = FeedForward(
-            width, self.hparams.hidden_sizes, out_dim=len(self.targets), dropout=self.hparams.dropout
-        )
+        self.head = self.make_head((6 if source_features else 4) * self.hidden_size)
         self.init_head()
 
     @staticmethod
@@ -92,12 +88,7 @@ class CometReferenceless(SentenceEmbeddingModel):
     def __init__(self, **kwargs):
         """Arguments as :class:`MetricModel`; ``hidden_sizes`` are the head's hidden layers."""
         super().__init__(**kwargs)
-        self.head = FeedForward(
-            self.head_width(4 * self.hidden_size),
-            self.hparams.hidden_sizes,
-            out_dim=len(self.targets),
-            dropout=self.hparams.dropout,
-        )
+        self.head = self.make_head(4 * self.hidden_size)
         self.init_head()
 
     @staticmethod

@@ -20,10 +20,11 @@ from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.comet import SentenceEmbeddingModel
 
 
-def ranking_score(mt: torch.Tensor, src: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    """``1 / (1 + 2 ds dr / (ds + dr))`` with ``ds = |mt - src|``, ``dr = |mt - ref|`` (rows of [B, H])."""
-    ds = torch.linalg.vector_norm(mt - src, dim=1)
-    dr = torch.linalg.vector_norm(mt - ref, dim=1)
+def ranking_score(mt: torch.Tensor, src: torch.Tensor, ref: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """``1 / (1 + 2 ds dr / (ds + dr))`` with ``ds = |mt - src + eps|``, ``dr = |mt - ref + eps|`` (rows of
+    [B, H]; COMET's distance, ``torch.nn.functional.pairwise_distance``, adds ``eps`` = 1e-6)."""
+    ds = torch.linalg.vector_norm(mt - src + eps, dim=1)
+    dr = torch.linalg.vector_norm(mt - ref + eps, dim=1)
     total = ds + dr
     harmonic = torch.where(
         total > 0, 2 * ds * dr / total.clamp_min(torch.finfo(total.dtype).tiny), torch.zeros_like(total)
@@ -37,8 +38,10 @@ class CometRanker(SentenceEmbeddingModel):
     inputs = ("src", "mt", "ref")
     train_fields = ("src", "ref", "pos", "neg")
 
-    def __init__(self, margin: float = 1.0, **kwargs):
-        """``margin`` of the triplet losses; other arguments as :class:`MetricModel` (``targets`` is ignored)."""
+    def __init__(self, margin: float = 1.0, distance_eps: float = 0.0, **kwargs):
+        """``margin`` of the triplet losses; ``distance_eps`` added to each difference before its norm in the
+        score (1e-6 in a model imported from COMET, whose distance adds it); other arguments as
+        :class:`MetricModel` (``targets`` is ignored)."""
         kwargs["targets"] = ()
         if kwargs.get("signals") or kwargs.get("source_bias"):
             raise LightningMetricsError("CometRanker has no head: signals and source_bias do not apply")
@@ -46,7 +49,8 @@ class CometRanker(SentenceEmbeddingModel):
         self.initialise_from(self.hparams.init_from)
 
     def scores_from_embeddings(self, vectors: dict[str, torch.Tensor]) -> torch.Tensor:
-        return ranking_score(vectors["mt"].float(), vectors["src"].float(), vectors["ref"].float())
+        eps = self.hparams.get("distance_eps", 0.0)
+        return ranking_score(vectors["mt"].float(), vectors["src"].float(), vectors["ref"].float(), eps)
 
     def forward(self, batch: dict) -> torch.Tensor:
         return self.predict_scores(batch).unsqueeze(1)
@@ -62,8 +66,9 @@ class CometRanker(SentenceEmbeddingModel):
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         e = {k: v.float() for k, v in self.field_embeddings(batch).items()}
-        better = ranking_score(e["pos"], e["src"], e["ref"])
-        worse = ranking_score(e["neg"], e["src"], e["ref"])
+        eps = self.hparams.get("distance_eps", 0.0)
+        better = ranking_score(e["pos"], e["src"], e["ref"], eps)
+        worse = ranking_score(e["neg"], e["src"], e["ref"], eps)
         self._outputs.append(
             torch.stack([batch["index"].float(), better, worse, batch["lp"].float(), batch["system"].float()], dim=1)
         )
