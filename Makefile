@@ -43,7 +43,7 @@ peer-venv:
 	test -x .venv-comet/bin/python || $(PYTHON) -m venv .venv-comet
 	.venv-comet/bin/python -m pip install --quiet torch==2.13.0
 	.venv-comet/bin/python -m pip install --quiet unbabel-comet
-	.venv-comet/bin/python -m pip install --quiet 'setuptools<81'
+	.venv-comet/bin/python -m pip install --quiet 'setuptools<81' bleurt-pytorch
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -204,6 +204,36 @@ def run_export(cfg) -> int:
     return 0
 
 
+def _import_parser() -> ArgumentParser:
+    p = _subparser("Turn a peer's checkpoint (unbabel-comet, bleurt-pytorch) into an exported metric folder.")
+    p.add_argument(
+        "source",
+        type=str,
+        help="a COMET checkpoint folder (checkpoints/model.ckpt + hparams.yaml) or its .ckpt, "
+        "or a bleurt-pytorch folder",
+    )
+    p.add_argument("--out", type=str, required=True, help="the export folder to write (e.g. checkpoints/NAME)")
+    p.add_argument(
+        "--encoder",
+        type=Optional[str],
+        default=None,
+        help="COMET: a folder with the encoder's config.json and tokenizer, instead of the hub name "
+        "in hparams.yaml (pretrained_model)",
+    )
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    return p
+
+
+def run_import(cfg) -> int:
+    from lightning_metrics.artifact import read_export
+    from lightning_metrics.importers import fine_tune_command, import_metric
+
+    folder = import_metric(cfg.source, cfg.out, encoder=cfg.encoder, force=cfg.force)
+    print(f"imported {cfg.source} -> {folder}")
+    print(f"fine-tune it on your ratings with:\n  {fine_tune_command(folder, read_export(folder).meta)}")
+    return 0
+
+
 def _quickstart_parser() -> ArgumentParser:
     from dataclasses import fields
 
@@ -267,6 +297,7 @@ COMMANDS = {
         "test whether one system is better than another (paired bootstrap, t-test)",
     ),
     "export": (_export_parser, run_export, "export a trained checkpoint as a self-contained metric folder"),
+    "import": (_import_parser, run_import, "import a COMET or BLEURT checkpoint as an exported metric folder"),
     "probe": (_probe_parser, run_probe, "audit a metric for blind spots, per perturbation"),
     "quickstart": (_quickstart_parser, run_quickstart, "run the main job on the embedded defaults"),
     "plot-run": (_plot_run_parser, run_plot_run, "draw training curves from a run's CSV logs"),

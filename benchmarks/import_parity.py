@@ -1,0 +1,142 @@
+"""Imports score like the peers: every supported class, trained by the peer's own code, imported, scored.
+
+    .venv/bin/python benchmarks/import_parity.py [--peer-python .venv-comet/bin/python] [--steps 4]
+        [--rows 32] [--out runs/import_parity] [--seed 0]
+
+For each COMET class and setting below, and for BLEURT, on a tiny random BERT and on the default
+encoder (all-MiniLM-L6-v2): the peer (``benchmarks/peers/import_peer.py``, in the peer venv of
+``make peer-venv``) trains a checkpoint for a few steps, saves it in its own layout and prints its
+``predict`` scores on real WMT rows; ``lightning-metrics import`` turns the checkpoint into an export
+and ``load_metric(...).score`` scores the same rows in fp32. The table gives the largest absolute
+difference per case; the target is at most 1e-5, and the script exits 1 if any case misses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+TARGET = 1e-5
+HEAD = {"hidden_sizes": [64, 32], "activations": "Tanh", "dropout": 0.1}
+COMET_CASES = {
+    "RegressionMetric, softmax mix, avg": {
+        "class": "regression_metric",
+        "layer": "mix",
+        "layer_transformation": "softmax",
+        "layer_norm": False,
+        "pool": "avg",
+        **HEAD,
+    },
+    "RegressionMetric, sparsemax mix + layer norm, max, sigmoid": {
+        "class": "regression_metric",
+        "layer": "mix",
+        "layer_transformation": "sparsemax",
+        "layer_norm": True,
+        "pool": "max",
+        **HEAD,
+        "final_activation": "Sigmoid",
+    },
+    "RegressionMetric, layer 1, cls": {"class": "regression_metric", "layer": 1, "pool": "cls", **HEAD},
+    "ReferencelessRegression, softmax mix + layer norm, avg": {
+        "class": "referenceless_regression_metric",
+        "layer": "mix",
+        "layer_transformation": "softmax",
+        "layer_norm": True,
+        "pool": "avg",
+        **HEAD,
+    },
+    "RankingMetric, sparsemax mix, avg": {
+        "class": "ranking_metric",
+        "layer": "mix",
+        "layer_transformation": "sparsemax",
+        "layer_norm": False,
+        "pool": "avg",
+        "dropout": 0.1,
+    },
+}
+
+
+def real_rows(n: int, seed: int) -> list[dict]:
+    """``n`` WMT21 DA rows (seeded sample) from ../shared/data, else rows of the tiny test corpus."""
+    import pandas as pd
+
+    path = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
+    if path.is_file():
+        frame = pd.read_csv(path).sample(n=n, random_state=seed)
+        texts = ("src", "mt", "ref")
+        return [{k: str(r[k]) for k in texts} | {"score": float(r["score"])} for _, r in frame.iterrows()]
+    from conftest import TINY_CORPUS
+
+    return [
+        {"src": TINY_CORPUS[i % 14], "mt": TINY_CORPUS[(i + 1) % 14], "ref": TINY_CORPUS[i % 14], "score": i / n}
+        for i in range(n)
+    ]
+
+
+def run_peer(args, peer: str, encoder: Path, rows_file: Path, out: Path, hparams: dict | None = None) -> list[float]:
+    command = [args.peer_python, str(REPO / "benchmarks" / "peers" / "import_peer.py"), peer]
+    command += ["--encoder", str(encoder), "--rows", str(rows_file), "--out", str(out), "--steps", str(args.steps)]
+    command += ["--seed", str(args.seed), "--hparams", json.dumps(hparams or {})]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"peer failed ({peer}, {out.name}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["scores"]
+
+
+def our_scores(checkpoint: Path, rows: list[dict]) -> list[float]:
+    from lightning_metrics import load_metric
+    from lightning_metrics.importers import import_metric
+
+    folder = import_metric(checkpoint, checkpoint.parent / f"{checkpoint.name}-imported", force=True)
+    metric = load_metric(str(folder), precision="fp32")
+    columns = {k: [r[k] for r in rows] for k in metric.inputs}
+    return list(metric.score(**columns).scores)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--peer-python", default=str(REPO / ".venv-comet" / "bin" / "python"))
+    parser.add_argument("--steps", type=int, default=4, help="peer training steps before the checkpoint is saved")
+    parser.add_argument("--rows", type=int, default=32)
+    parser.add_argument("--out", default=str(REPO / "runs" / "import_parity"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    from conftest import build_tiny_encoder
+
+    from lightning_metrics.encoders import default_encoder_path
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = real_rows(args.rows, args.seed)
+    rows_file = out / "rows.json"
+    rows_file.write_text(json.dumps(rows), encoding="utf-8")
+    encoders = {"tiny BERT": build_tiny_encoder(out / "tiny-bert"), "all-MiniLM-L6-v2": default_encoder_path()}
+    cases = [(name, "comet", hp) for name, hp in COMET_CASES.items()] + [
+        ("BleurtForSequenceClassification, BERT layout", "bleurt", {}),
+        ("BleurtForSequenceClassification, RemBERT layout (narrow embeddings)", "bleurt", {"embedding_size": 16}),
+    ]
+    print(f"| peer class and setting | encoder | rows | max abs difference | within {TARGET:g} |")
+    print("|---|---|---|---|---|")
+    results, started = [], time.perf_counter()
+    for encoder_name, encoder in encoders.items():
+        for i, (name, peer, hparams) in enumerate(cases):
+            folder = out / f"{encoder_name.replace(' ', '-')}-{i}"
+            theirs = run_peer(args, peer, encoder, rows_file, folder, hparams)
+            ours = our_scores(folder, rows)
+            diff = max(abs(a - b) for a, b in zip(theirs, ours))
+            results.append({"case": name, "encoder": encoder_name, "max_abs_diff": diff, "ok": diff <= TARGET})
+            print(f"| {name} | {encoder_name} | {len(rows)} | {diff:.2e} | {'yes' if diff <= TARGET else 'NO'} |")
+    (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(f"\n{len(results)} cases in {time.perf_counter() - started:.0f} s; results in {out / 'results.json'}")
+    sys.exit(0 if all(r["ok"] for r in results) else 1)
+
+
+if __name__ == "__main__":
+    main()

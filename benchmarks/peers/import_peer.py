@@ -1,0 +1,162 @@
+"""The peers' side of benchmarks/import_parity.py; runs ONLY in the peer venv (make peer-venv, which
+also installs bleurt-pytorch).
+
+    .venv-comet/bin/python benchmarks/peers/import_peer.py comet --encoder DIR --rows rows.json --out DIR
+        --hparams '{"class": "regression_metric", ...}' [--steps 4]
+    .venv-comet/bin/python benchmarks/peers/import_peer.py bleurt --encoder DIR --rows rows.json --out DIR
+        [--hparams '{"embedding_size": 16}'] [--steps 4]
+
+comet: builds the COMET class with the given hyper-parameters on a BERT encoder folder, trains it
+with its own ``fit`` for a few steps on the rows, writes the checkpoint in COMET's layout
+(``OUT/checkpoints/model.ckpt`` and ``OUT/hparams.yaml``), loads it back with
+``comet.load_from_checkpoint`` and prints one JSON line with ``predict``'s scores on the rows.
+bleurt: builds ``BleurtForSequenceClassification`` from the encoder (its BERT weights, a new
+pooler and classifier; with ``embedding_size``, narrower new embeddings and their projection, the
+layout of BLEURT-20), trains a few AdamW steps on the rows (bleurt-pytorch has no trainer), saves
+it with ``save_pretrained`` beside the encoder's vocabulary, loads it back and prints the scores.
+"""
+
+import argparse
+import csv
+import json
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+BLEURT_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "pad_token_id",
+)
+COMET_CLASSES = {
+    "regression_metric": "RegressionMetric",
+    "referenceless_regression_metric": "ReferencelessRegression",
+    "ranking_metric": "RankingMetric",
+}
+
+
+def write_training_csv(rows: list[dict], path: str, ranking: bool) -> str:
+    fields = ["src", "pos", "neg", "ref"] if ranking else ["src", "mt", "ref", "score"]
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for i, r in enumerate(rows):
+            if ranking:
+                worse = rows[(i + 1) % len(rows)]["mt"]
+                writer.writerow({"src": r["src"], "pos": r["mt"], "neg": worse, "ref": r["ref"]})
+            else:
+                writer.writerow({k: r[k] for k in fields})
+    return path
+
+
+def comet(args, rows: list[dict]) -> list[float]:
+    import comet.models as cm
+    import pytorch_lightning as pl
+    from pytorch_lightning.core.saving import save_hparams_to_yaml
+
+    hparams = json.loads(args.hparams)
+    identifier = hparams.pop("class")
+    ranking = identifier == "ranking_metric"
+    data = write_training_csv(rows, os.path.join(args.out, "train.csv"), ranking)
+    model = getattr(cm, COMET_CLASSES[identifier])(
+        encoder_model="BERT",
+        pretrained_model=args.encoder,
+        local_files_only=True,
+        train_data=[data],
+        validation_data=[data],
+        batch_size=4,
+        nr_frozen_epochs=0.0,
+        keep_embeddings_frozen=False,
+        **hparams,
+    )
+    trainer = pl.Trainer(
+        max_steps=args.steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+    )
+    trainer.fit(model)
+    os.makedirs(os.path.join(args.out, "checkpoints"), exist_ok=True)
+    checkpoint = os.path.join(args.out, "checkpoints", "model.ckpt")
+    trainer.save_checkpoint(checkpoint, weights_only=True)
+    save_hparams_to_yaml(os.path.join(args.out, "hparams.yaml"), dict(model.hparams))
+    loaded = cm.load_from_checkpoint(checkpoint, local_files_only=True)
+    samples = [{"src": r["src"], "mt": r["mt"], "ref": r["ref"]} for r in rows]
+    return [float(s) for s in loaded.predict(samples, batch_size=8, gpus=0, progress_bar=False).scores]
+
+
+def bleurt(args, rows: list[dict]) -> list[float]:
+    import torch
+    from bleurt_pytorch import BleurtConfig, BleurtForSequenceClassification, BleurtTokenizer
+    from transformers import BertModel, BertTokenizerFast
+
+    encoder = BertModel.from_pretrained(args.encoder)
+    shape = {k: getattr(encoder.config, k) for k in BLEURT_KEYS}
+    embedding_size = json.loads(args.hparams).get("embedding_size")  # narrower: BLEURT-20's RemBERT layout
+    config = BleurtConfig(**shape, embedding_size=embedding_size, tie_word_embeddings=False)
+    model = BleurtForSequenceClassification(config)  # seeded: a new pooler and classifier
+    if embedding_size is None:
+        model.bleurt.embeddings.load_state_dict(encoder.embeddings.state_dict(), strict=False)
+    model.bleurt.encoder.load_state_dict(encoder.encoder.state_dict(), strict=embedding_size is None)
+    tokenizer = BertTokenizerFast.from_pretrained(args.encoder)
+    limit = {"truncation": True, "max_length": encoder.config.max_position_embeddings}
+    batch = tokenizer([r["ref"] for r in rows], [r["mt"] for r in rows], padding=True, return_tensors="pt", **limit)
+    target = torch.tensor([float(r["score"]) for r in rows])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    for _ in range(args.steps):
+        loss = torch.nn.functional.mse_loss(model(**batch).logits.squeeze(1), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(args.out, safe_serialization=False)  # pytorch_model.bin, as the published ports
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])  # WordPiece vocab.txt, as the ports ship
+    with open(os.path.join(args.out, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(f"{token}\n" for token, _ in vocab))
+    with open(os.path.join(args.out, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": True, "tokenizer_class": "BleurtTokenizer"}, f)
+    loaded = BleurtForSequenceClassification.from_pretrained(args.out).eval()
+    tok = BleurtTokenizer.from_pretrained(args.out)
+    with torch.no_grad():
+        enc = tok([r["ref"] for r in rows], [r["mt"] for r in rows], padding="longest", return_tensors="pt", **limit)
+        return loaded(**enc).logits.flatten().tolist()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("peer", choices=["comet", "bleurt"])
+    parser.add_argument("--encoder", required=True)
+    parser.add_argument("--rows", required=True, help="JSON list of {src, mt, ref, score}")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--hparams", default="{}")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    import pytorch_lightning as pl
+    import torch
+
+    torch.set_num_threads(2)
+    pl.seed_everything(args.seed, verbose=False)
+    os.makedirs(args.out, exist_ok=True)
+    with open(args.rows, encoding="utf-8") as f:
+        rows = json.load(f)
+    scores = comet(args, rows) if args.peer == "comet" else bleurt(args, rows)
+    print(json.dumps({"scores": scores}))
+
+
+if __name__ == "__main__":
+    main()

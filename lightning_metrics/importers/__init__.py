@@ -1,0 +1,152 @@
+"""Peers' checkpoints as our verified export folders (``lightning-metrics import``).
+
+- unbabel-comet checkpoint folders (``checkpoints/model.ckpt`` beside ``hparams.yaml``):
+  ``RegressionMetric``, ``ReferencelessRegression`` and ``RankingMetric`` (:mod:`.comet`);
+- bleurt-pytorch folders (``BleurtForSequenceClassification``, BERT- or RemBERT-based) (:mod:`.bleurt`).
+
+Each reader turns a peer's files into a :class:`PeerModel`: one of our families, its
+hyper-parameters, and every weight under our names. :func:`import_metric` builds the family from
+the encoder's config alone, loads the weights strictly (a weight missing, left over or of another
+shape is an error, never a silent substitute) and writes the folder through
+:mod:`lightning_metrics.artifact`. It then scores, and fine-tunes with ``init_from``, like any
+export of ours. Nothing pickled runs: checkpoints are read with ``weights_only=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+
+from lightning_metrics.errors import InputError
+
+# encoder buffers that older transformers saved with the weights and newer ones rebuild
+REBUILT_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+
+@dataclass
+class PeerModel:
+    """A peer's metric in our terms: ``family`` built with ``hparams`` on ``encoder``'s config and
+    tokenizer (a folder or hub name) takes ``state``; ``origin`` records where it came from.
+    ``reserved_positions``: where the peer truncates, fewer tokens than the encoder's positions.
+    ``write_encoder(folder)``, where given, writes that config and tokenizer (converted from the
+    peer's own files) instead of :func:`~lightning_metrics.encoders.save_encoder_files`."""
+
+    family: str
+    hparams: dict
+    state: dict[str, torch.Tensor]
+    encoder: str
+    origin: dict = field(default_factory=dict)
+    write_encoder: Optional[Callable[[str], None]] = None
+    reserved_positions: Optional[int] = None  # the peer tokenises to max_position_embeddings minus this
+
+
+def read_peer(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerModel:
+    """The :class:`PeerModel` of a COMET checkpoint (folder or ``.ckpt``) or a bleurt-pytorch folder."""
+    from lightning_metrics.importers import bleurt, comet
+
+    if comet.is_comet(path):
+        return comet.read_comet(path, encoder)
+    if bleurt.is_bleurt(path):
+        return bleurt.read_bleurt(path)
+    if not Path(path).exists():
+        raise InputError(str(path), "no such file or folder")
+    raise InputError(
+        str(path),
+        "not a checkpoint this code imports: expected an unbabel-comet checkpoint (checkpoints/model.ckpt with "
+        "hparams.yaml beside checkpoints/) or a bleurt-pytorch folder (config.json of model_type bleurt)",
+    )
+
+
+def build_peer_model(peer: PeerModel, where: str, encoder_folder: str):
+    """Our model with every weight of ``peer`` (strict: see the module docstring), in eval mode;
+    ``encoder_folder`` holds the encoder's config and tokenizer (:func:`encoders.save_encoder_files`)."""
+    from lightning_metrics.encoders import architecture_only
+    from lightning_metrics.models import FAMILIES
+
+    with architecture_only():
+        model = FAMILIES[peer.family](encoder=encoder_folder, **peer.hparams)
+    state = {**_statistics(model), **peer.state}
+    own = model.state_dict()
+    state = {k: v for k, v in state.items() if k in own or not k.endswith(REBUILT_BUFFERS)}
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    mismatched = sorted(k for k in set(own) & set(state) if own[k].shape != state[k].shape)
+    if missing or unexpected or mismatched:
+        detail = "; ".join(
+            f"{label} {names[:3]}{' ...' if len(names) > 3 else ''}"
+            for label, names in (("missing", missing), ("unexpected", unexpected), ("other shapes", mismatched))
+            if names
+        )
+        raise InputError(where, f"the weights do not fit {peer.family} on encoder {peer.encoder}: {detail}")
+    model.load_state_dict(state, strict=True)
+    return model.eval()
+
+
+def _statistics(model) -> dict:
+    """A peer's score is the head's raw output: target mean 0 and std 1, already set."""
+    n = len(model.targets)
+    return {"target_mean": torch.zeros(n), "target_std": torch.ones(n), "stats_ready": torch.tensor(True)}
+
+
+def import_metric(
+    path: str | os.PathLike, out: str | os.PathLike, encoder: Optional[str] = None, force: bool = False
+) -> Path:
+    """Import the peer's checkpoint at ``path`` as an export folder ``out``; returns the folder."""
+    from lightning_metrics.artifact import write_export
+    from lightning_metrics.encoders import save_encoder_files
+    from lightning_metrics.export import metadata, model_card, save_model_files
+
+    target = Path(out)
+    if target.exists() and not force:
+        raise InputError(str(target), "exists; pass --force to replace it")
+    peer = read_peer(path, encoder)
+    with tempfile.TemporaryDirectory(prefix="lm-import-") as folder:
+        (peer.write_encoder or partial(save_encoder_files, peer.encoder))(folder)
+        model = build_peer_model(peer, str(path), folder)
+        trained = {k: peer.origin.get(k) for k in ("epoch", "global_step")}
+        meta = metadata(model, {**trained, "checkpoint": Path(path).name}, dev={}, training_data={})
+        meta.update(encoder=peer.encoder, imported_from=peer.origin)
+        if peer.reserved_positions is not None:  # scoring truncates where the peer does
+            meta["max_length"] = int(model.encoder.config.max_position_embeddings) - peer.reserved_positions
+        return write_export(
+            target, meta, lambda out_folder: save_model_files(model, out_folder), model_card(target.name, meta), force
+        )
+
+
+CONFIGS = {  # the shipped config each family fine-tunes with
+    "CometEstimator": "configs/comet/estimator.yaml",
+    "CometReferenceless": "configs/comet/referenceless.yaml",
+    "CometRanker": "configs/comet/ranking.yaml",
+    "BleurtRegressor": "configs/bleurt/finetune.yaml",
+}
+ARCHITECTURE = (  # the hyper-parameters a fine-tuning model must share to take every weight
+    "layer_mix",
+    "layer",
+    "layer_transform",
+    "mix_layer_norm",
+    "pooling",
+    "hidden_sizes",
+    "activation",
+    "final_activation",
+    "distance_eps",
+)
+
+
+def fine_tune_command(folder: str | os.PathLike, meta: dict) -> str:
+    """The ``fit`` command that fine-tunes the import at ``folder`` with its own architecture."""
+    hparams = meta["hyper_parameters"]
+    flags = [f"--model.init_args.init_from {folder}", f"--model.init_args.encoder {folder}"]
+    for key in ARCHITECTURE:
+        if key in hparams:
+            value = hparams[key]
+            text = value if isinstance(value, str) else json.dumps(value).replace(" ", "")
+            flags.append(f"--model.init_args.{key} {repr(text) if isinstance(value, list) else text}")
+    config = CONFIGS[meta["family"]]
+    return f"lightning-metrics fit --config {config} " + " ".join(flags) + " --data.init_args.train RATINGS"
