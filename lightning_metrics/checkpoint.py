@@ -9,6 +9,7 @@ what fits another model.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Optional
 
@@ -17,6 +18,7 @@ import torch
 from lightning_metrics.artifact import is_exported, read_export
 from lightning_metrics.errors import InputError
 
+log = logging.getLogger(__name__)
 STATISTICS = ("target_mean", "target_std", "stats_ready")  # the data's, never carried to another run
 
 
@@ -93,3 +95,25 @@ def encoder_brings_weights(encoder: str, init_from: Optional[str]) -> bool:
             "give the same folder as model.init_from",
         )
     return False
+
+
+def load_start(model, path: str) -> dict:
+    """Load into ``model`` the weights of the checkpoint or export at ``path`` that fit it
+    (:func:`matching_weights`) and return them. Weights of the source that do not fit (a head of other
+    hidden sizes, say) start fresh, and a warning names them."""
+    state, old_targets = starting_weights(path)
+    own = model.state_dict()
+    copied = matching_weights(own, state, model.targets, old_targets, model.n_signals, f"init_from {path}")
+    model.load_state_dict(copied, strict=False)
+    left = [k for k in state if k not in copied and k not in STATISTICS and k in own]
+    if left:
+        shapes = ", ".join(f"{k} {list(state[k].shape)} here {list(own[k].shape)}" for k in left[:2])
+        log.warning(
+            "init_from %s: %d weights do not fit this model and start fresh (%s%s); to keep them, give the "
+            "model the source's hidden_sizes, layer and pooling settings (an export lists them)",
+            path,
+            len(left),
+            shapes,
+            ", ..." if len(left) > 2 else "",
+        )
+    return copied

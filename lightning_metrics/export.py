@@ -78,7 +78,7 @@ def _metadata(model, checkpoint: dict, source) -> dict:
 
 
 def metadata(model, trained: dict, dev: dict, training_data: dict) -> dict:
-    """``metric.json``'s content for ``model``: ``trained`` (epoch, global_step, checkpoint name), the
+    """The export metadata of ``model``: ``trained`` (epoch, global_step, checkpoint name), the
     ``dev`` correlations of its best checkpoint and the summary of its ``training_data``."""
     hparams = {
         k: v for k, v in dict(model.hparams).items() if k not in ("encoder", "init_from") and not k.startswith("_")

@@ -15,7 +15,7 @@ from lightning_metrics import load_metric
 from lightning_metrics.artifact import _manifest_of
 from lightning_metrics.cli import main
 from lightning_metrics.data.modules import RatingsDataModule
-from lightning_metrics.errors import InputError
+from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.models import BleurtRegressor
 
 MT = ["The cat sat on the mat.", "A dog ran fast.", "She left her umbrella on the bus.", "Prices went up."]
@@ -155,3 +155,39 @@ def test_fine_tuning_can_start_from_an_export(trained, tmp_path, tiny_encoder):
     for name, value in exported.state_dict().items():
         if name.startswith(("encoder.", "head.", "layer_mix.")):
             assert torch.equal(tuned.state_dict()[name], value), name
+
+
+def test_an_export_as_encoder_brings_the_architecture_and_init_from_every_weight(trained, tmp_path):
+    ckpt, _ = trained
+    out = tmp_path / "base"
+    assert main(["export", str(ckpt), "--out", str(out)]) == 0
+    exported = load_metric(str(out)).model.state_dict()
+    tuned = BleurtRegressor(encoder=str(out), init_from=str(out)).state_dict()
+    assert all(torch.equal(tuned[k], v) for k, v in exported.items() if not k.startswith(("target_", "stats_")))
+    with pytest.raises(InputError, match="give the same folder as model.init_from"):
+        BleurtRegressor(encoder=str(out))
+
+
+def test_l2_to_start_pulls_the_weights_back_to_the_start(trained, tmp_path, tiny_encoder):
+    """Trained on the same rows for the same steps, a strong pull ends nearer the start than none does;
+    the penalty is the squared distance itself (0 at the start)."""
+    ckpt, _ = trained
+    data = ckpt.parent / "r.csv"
+    out = tmp_path / "base"
+    assert main(["export", str(ckpt), "--out", str(out)]) == 0
+    drift = {}
+    for strength in (0.0, 10.0):
+        pl.seed_everything(0)
+        model = BleurtRegressor(encoder=str(tiny_encoder), init_from=str(out), l2_to_start=strength, lr_head=1e-2)
+        if strength:
+            assert model.distance_to_start().item() == 0.0
+        trainer = pl.Trainer(max_steps=8, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                             enable_model_summary=False, limit_val_batches=0)  # fmt: skip
+        dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16)
+        trainer.fit(model, dm)
+        start = load_metric(str(out)).model.state_dict()
+        drift[strength] = sum((v.float() - start[k].float()).pow(2).sum().item()
+                              for k, v in model.state_dict().items() if k.startswith("head."))  # fmt: skip
+    assert drift[10.0] < 0.5 * drift[0.0]
+    with pytest.raises(LightningMetricsError, match="l2_to_start needs model.init_from"):
+        BleurtRegressor(encoder=str(tiny_encoder), l2_to_start=1.0).distance_to_start()

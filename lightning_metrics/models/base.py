@@ -20,7 +20,6 @@ processes in :mod:`lightning_metrics.parallel`.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import re
@@ -30,7 +29,7 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 
-from lightning_metrics.checkpoint import STATISTICS, encoder_brings_weights, matching_weights, starting_weights
+from lightning_metrics.checkpoint import encoder_brings_weights, load_start
 from lightning_metrics.correlation import correlations_by_group
 from lightning_metrics.data_link import DataLink
 from lightning_metrics.encoders import load_encoder, weights_wanted
@@ -43,12 +42,11 @@ from lightning_metrics.models.head import (
     start_as_signal,
     zero_linear,
 )
-from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss
+from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss, squared_distance
 from lightning_metrics.models.modules import FeedForward, LayerMix, pool
 from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
 from lightning_metrics.signals import SignalSpec
 
-log = logging.getLogger(__name__)
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
 
@@ -99,6 +97,7 @@ class MetricModel(pl.LightningModule):
         signal_layer: Optional[int] = None,
         signal_skip: bool = True,
         start_from: Optional[str] = None,
+        l2_to_start: float = 0.0,
     ):
         """Encoder, targets, optimisation and freezing as the module docstring describes; the readout
         (``layer_mix`` of every layer, its ``layer_transform`` and ``mix_layer_norm``, or else the one hidden
@@ -110,7 +109,8 @@ class MetricModel(pl.LightningModule):
         hybrid inputs (:mod:`lightning_metrics.signals`) fed to the head beside the embeddings,
         standardised, with a linear ``signal_skip`` from them to the output; ``start_from`` (one of
         ``signals``) starts the model as that baseline: its skip weight to the first target 1, the
-        head's last layer zero."""
+        head's last layer zero; ``l2_to_start`` adds that times the squared distance of the weights taken
+        from ``init_from`` to their starting values to the loss (L2-SP: against forgetting the start)."""
         super().__init__()
         self.targets = list(targets)
         self.loss_weights = objective_weights(loss, loss_weights, self.targets)
@@ -193,21 +193,10 @@ class MetricModel(pl.LightningModule):
         """
         if not path:
             return
-        state, old_targets = starting_weights(path)
-        own = self.state_dict()
-        copied = matching_weights(own, state, self.targets, old_targets, self.n_signals, f"init_from {path}")
-        self.load_state_dict(copied, strict=False)
-        left = [k for k in state if k not in copied and k not in STATISTICS and k in own]
-        if left:  # e.g. a head of other hidden sizes: it starts fresh, which the user should know
-            shapes = ", ".join(f"{k} {list(state[k].shape)} here {list(own[k].shape)}" for k in left[:2])
-            log.warning(
-                "init_from %s: %d weights do not fit this model and start fresh (%s%s); to keep them, give the "
-                "model the source's hidden_sizes, layer and pooling settings (an export lists them in metric.json)",
-                path,
-                len(left),
-                shapes,
-                ", ..." if len(left) > 2 else "",
-            )
+        copied = load_start(self, path)
+        if self.hparams.get("l2_to_start", 0.0) > 0:  # the pull's anchor: the weights as they start
+            trainable = dict(self.named_parameters())
+            self._start = {k: v.detach().clone().float() for k, v in copied.items() if k in trainable}
 
     @property
     def batch_layout(self) -> dict:
@@ -345,6 +334,10 @@ class MetricModel(pl.LightningModule):
         target = (batch["targets"] - self.target_mean) / self.target_std
         losses = regression_loss(pred, target, hp.loss, hp.huber_delta, hp.clip_targets, batch.get("weight"))
         loss = sum(w * part for w, part in zip(self.loss_weights, losses))
+        if hp.get("l2_to_start", 0.0) > 0:
+            drift = self.distance_to_start()
+            self.log("train_l2_to_start", drift, batch_size=len(target))
+            loss = loss + hp.l2_to_start * drift
         if hp.pairwise_weight > 0:
             if "group" not in batch:
                 raise LightningMetricsError("pairwise_weight needs rows grouped by source (ratings with src or ref)")
@@ -356,6 +349,12 @@ class MetricModel(pl.LightningModule):
             for name, value in zip(self.targets, losses):
                 self.log(f"train_mse/{name}", value, batch_size=len(target))
         return loss
+
+    def distance_to_start(self) -> torch.Tensor:
+        """Squared L2 distance of the weights taken from ``init_from`` to their starting values."""
+        if not getattr(self, "_start", None):
+            raise LightningMetricsError("model.l2_to_start needs model.init_from: there is no start to pull toward")
+        return squared_distance(dict(self.named_parameters()), self._start)
 
     # -- evaluation ----------------------------------------------------------------------------
     def validation_step(self, batch: dict, batch_idx: int) -> None:

@@ -48,3 +48,15 @@ def pairwise_loss(pred: torch.Tensor, human: torch.Tensor, groups: torch.Tensor,
         return pred.new_zeros(())
     gaps = pred.unsqueeze(1) - pred.unsqueeze(0)
     return F.relu(margin - gaps[pairs]).mean()
+
+
+def squared_distance(params: dict[str, torch.Tensor], start: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``sum ||p - p0||^2`` over the parameters named in ``start`` (moved to their device once)."""
+    total = None
+    for name, value in start.items():
+        param = params[name]
+        if value.device != param.device:
+            start[name] = value = value.to(param.device)
+        part = (param.float() - value).pow(2).sum()
+        total = part if total is None else total + part
+    return total if total is not None else torch.zeros(())
