@@ -35,6 +35,7 @@ RUN_HERE = {  # config -> (its run folder, extra arguments: the data each needs,
         [
             *("--model.init_args.init_from", "checkpoints/generalist", "--model.init_args.encoder"),
             *("checkpoints/generalist", "--data.init_args.train", "ratings.csv", "--data.init_args.val", "ratings.csv"),
+            *("--trainer.check_val_every_n_epoch", "1"),  # the recipe validates every 25 steps across epochs
         ],
     ),
 }
