@@ -262,7 +262,12 @@ def test_import_errors_are_one_line(tmp_path, tiny_encoder):
     (tmp_path / "pickled" / "checkpoints").mkdir(parents=True)
     torch.save({"state_dict": {}, "hook": ValueError("code")}, tmp_path / "pickled" / "checkpoints" / "model.ckpt")
     (tmp_path / "pickled" / "hparams.yaml").write_text(yaml.safe_dump(hub))
+    (tmp_path / "lonely" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "lonely" / "checkpoints" / "model.ckpt").write_bytes(
+        (tmp_path / "hub/checkpoints/model.ckpt").read_bytes()
+    )
     expected = {
+        "lonely": "hparams.yaml: is missing: a COMET checkpoint needs the hparams.yaml beside its checkpoints/",
         "kiwi": "COMET class UnifiedMetric (unified_metric) is not supported",
         "notes": "not a checkpoint this code imports",
         "hub": "'xlm-roberta-large' is not a local folder and the hub is switched off",

@@ -57,6 +57,9 @@ def read_peer(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerMod
         return bleurt.read_bleurt(path)
     if not Path(path).exists():
         raise InputError(str(path), "no such file or folder")
+    checkpoint, hparams = comet.locate(path)
+    if checkpoint.suffix == ".ckpt" and checkpoint.is_file():
+        raise InputError(str(hparams), "is missing: a COMET checkpoint needs the hparams.yaml beside its checkpoints/")
     raise InputError(
         str(path),
         "not a checkpoint this code imports: expected an unbabel-comet checkpoint (checkpoints/model.ckpt with "

@@ -42,7 +42,8 @@ def locate(path: str | os.PathLike) -> tuple[Path, Path]:
     """``(checkpoint, hparams.yaml)`` of a COMET folder or ``.ckpt`` file (hparams two levels up)."""
     path = Path(path)
     if path.is_file():
-        return path, path.parents[1] / HPARAMS
+        parents = path.resolve().parents
+        return path, (parents[1] if len(parents) > 1 else parents[0]) / HPARAMS
     found = sorted((path / "checkpoints").glob("*.ckpt"))
     preferred = path / "checkpoints" / "model.ckpt"
     return (preferred if preferred.is_file() else (found[0] if found else preferred)), path / HPARAMS
