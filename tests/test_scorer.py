@@ -129,3 +129,30 @@ def test_fit_exports_its_best_checkpoint(tmp_path, tiny_encoder, da_rows, write_
     meta = json.loads((out / "metric.json").read_text())
     assert meta["trained"]["checkpoint"].startswith("epoch=") and "val_kendall" in meta["dev_correlations"]
     assert len(load_metric(str(out)).score(mt=["a b"], ref=["a c"], src=["x y"]).scores) == 1
+
+
+@pytest.mark.parametrize(
+    "ref_words, mt_words, max_length",
+    [(40, 12, 30), (12, 40, 30), (20, 20, 31), (20, 20, 30), (20, 30, 30), (30, 20, 30)],
+)
+def test_pairs_are_cut_as_bert_and_bleurt_cut_them(tiny_encoder, tmp_path, ref_words, mt_words, max_length):
+    """Training and scoring cut a long ref/mt pair as BERT's ``_truncate_seq_pair`` does (and BLEURT,
+    TF and its BLEURT-20 port): pop the last token of the longer side, of the mt on a tie."""
+    from transformers import AutoTokenizer, BertTokenizerFast
+
+    from lightning_metrics.data.batching import CrossEncoderCollate, encode_pairs
+
+    vocab = sorted(AutoTokenizer.from_pretrained(tiny_encoder).get_vocab().items(), key=lambda kv: kv[1])
+    (tmp_path / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))  # one that gives token types
+    ref, mt = " ".join(["cat"] * ref_words), " ".join(["mat"] * mt_words)
+    a = tokenizer(ref, add_special_tokens=False)["input_ids"]
+    b = tokenizer(mt, add_special_tokens=False)["input_ids"]
+    while len(a) + len(b) > max_length - 3:
+        (a if len(a) > len(b) else b).pop()
+    expected = [tokenizer.cls_token_id, *a, tokenizer.sep_token_id, *b, tokenizer.sep_token_id]
+    ids, types = encode_pairs(tokenizer, [ref, "a cat"], [mt, "a mat"], max_length)
+    assert ids[0] == expected and types[0] == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    assert ids[1] == tokenizer("a cat", "a mat")["input_ids"]  # short pairs stay whole
+    batch = CrossEncoderCollate(tokenizer, max_length, [], {}, {})([{"ref": ref, "mt": mt, "index": 0}])
+    assert batch["inputs"]["input_ids"][0].tolist() == expected

@@ -131,15 +131,55 @@ class CrossEncoderCollate:
         self.lp_ids, self.system_ids = lp_ids, system_ids
 
     def __call__(self, rows: list[dict]) -> dict:
-        enc = self.tokenizer(
-            [r["ref"] for r in rows],
-            [r["mt"] for r in rows],
-            truncation="longest_first",
-            max_length=self.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
-        return {"inputs": dict(enc), **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+        ids, types = encode_pairs(self.tokenizer, [r["ref"] for r in rows], [r["mt"] for r in rows], self.max_length)
+        inputs = pad_sequences(self.tokenizer, ids, types)
+        return {"inputs": inputs, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+
+
+def encode_pairs(
+    tokenizer, firsts: list[str], seconds: list[str], max_length: int
+) -> tuple[list[list[int]], list[list[int]] | None]:
+    """Token ids (and token types, where the tokenizer gives them) of each ``first, second`` pair, cut
+    to ``max_length`` as BERT and BLEURT cut a pair: one token at a time from the end of the longer
+    side, the second on a tie. (A fast tokenizer's own ``longest_first`` keeps that token on the longer
+    side instead, so a cut pair would differ by one token from BLEURT's.)"""
+    enc = tokenizer(firsts, seconds, verbose=False)
+    types = enc.get("token_type_ids")
+    if getattr(enc, "encodings", None) is None:  # a tokenizer without sequence ids: its own cut
+        enc = tokenizer(firsts, seconds, truncation="longest_first", max_length=max_length)
+        return enc["input_ids"], enc.get("token_type_ids")
+    out_ids, out_types = [], None if types is None else []
+    for i, ids in enumerate(enc["input_ids"]):
+        keep = _kept_positions(enc.sequence_ids(i), max_length)
+        out_ids.append(ids if keep is None else [ids[p] for p in keep])
+        if out_types is not None:
+            out_types.append(types[i] if keep is None else [types[i][p] for p in keep])
+    return out_ids, out_types
+
+
+def _kept_positions(sequence_ids: list, max_length: int) -> list[int] | None:
+    """Positions a pair keeps under BERT's cut (None: all of them); special tokens always stay."""
+    excess = len(sequence_ids) - max_length
+    if excess <= 0:
+        return None
+    sides = [sequence_ids.count(0), sequence_ids.count(1)]
+    if excess > sum(sides):
+        raise ValueError(f"max_length {max_length} leaves no room for the text of a pair")
+    longer = max(sides)
+    cut_to_even = min(excess, longer - min(sides))  # the longer side alone, down to the shorter's length
+    sides[sides.index(longer) if sides[0] != sides[1] else 1] -= cut_to_even
+    rest = excess - cut_to_even
+    sides[0] -= rest // 2
+    sides[1] -= rest - rest // 2  # the second loses the odd token
+    seen, keep = [0, 0], []
+    for position, side in enumerate(sequence_ids):
+        if side is None:
+            keep.append(position)
+        else:
+            seen[side] += 1
+            if seen[side] <= sides[side]:
+                keep.append(position)
+    return keep
 
 
 class SentencesCollate:

@@ -199,10 +199,9 @@ class LearnedMetric(Metric):
     def _chunk_cross(
         self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None
     ) -> np.ndarray:
-        from lightning_metrics.data.batching import pad_sequences
+        from lightning_metrics.data.batching import encode_pairs, pad_sequences
 
-        enc = self.tokenizer(rows["ref"], rows["mt"], truncation="longest_first", max_length=self.max_length)
-        ids, types = enc["input_ids"], enc.get("token_type_ids")
+        ids, types = encode_pairs(self.tokenizer, rows["ref"], rows["mt"], self.max_length)
         parts, batches = [], length_batches([len(x) for x in ids], *limits)
         for idx in batches:
             inputs = pad_sequences(
