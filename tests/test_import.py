@@ -3,6 +3,7 @@ own forward passes (re-implemented below from their documented architecture, ind
 models) score them; then the README's path import -> score -> fit with init_from -> export -> score."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -278,3 +279,31 @@ def test_import_errors_are_one_line(tmp_path, tiny_encoder):
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and problem in lines[0], (source, proc.stderr)
         assert not (tmp_path / f"out-{source}").exists()
+
+
+def test_bleurt_sentencepiece_vocabulary_tokenises_as_sentencepiece_does(tmp_path, tiny_encoder):
+    """BLEURT-20 ships spm.model: the import's tokenizer gives [CLS] ref [SEP] mt [SEP] with the ids
+    sentencepiece itself gives each segment."""
+    sentencepiece = pytest.importorskip("sentencepiece", reason="the dev extras install sentencepiece")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TINY_CORPUS * 3), encoding="utf-8")
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(tmp_path / "spm"), vocab_size=80, hard_vocab_limit=False,
+        user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"], pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        pad_piece="[PAD]", unk_piece="[UNK]", minloglevel=2,
+    )  # fmt: skip
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "spm.model"))
+    state = write_bleurt(tmp_path / "bleurt", tiny_encoder)
+    state["bleurt.embeddings.word_embeddings.weight"] = torch.randn(processor.get_piece_size(), 32)
+    torch.save(state, tmp_path / "bleurt" / "pytorch_model.bin")
+    config = json.loads((tmp_path / "bleurt" / "config.json").read_text())
+    (tmp_path / "bleurt" / "config.json").write_text(json.dumps({**config, "vocab_size": processor.get_piece_size()}))
+    (tmp_path / "bleurt" / "vocab.txt").unlink()
+    (tmp_path / "bleurt" / "spm.model").write_bytes((tmp_path / "spm.model").read_bytes())
+    (tmp_path / "bleurt" / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))  # as BLEURT-20
+    metric = load_metric(str(import_metric(tmp_path / "bleurt", tmp_path / "imported")), precision="fp32")
+    cls, sep = processor.piece_to_id("[CLS]"), processor.piece_to_id("[SEP]")
+    for row in ROWS[:5]:
+        expected = [cls, *processor.encode(row["ref"]), sep, *processor.encode(row["mt"]), sep]
+        assert metric.tokenizer(row["ref"], row["mt"])["input_ids"] == expected
+    assert all(math.isfinite(s) for s in metric.score(mt=[r["mt"] for r in ROWS], ref=[r["ref"] for r in ROWS]).scores)

@@ -99,20 +99,52 @@ def comet(args, rows: list[dict]) -> list[float]:
     return [float(s) for s in loaded.predict(samples, batch_size=8, gpus=0, progress_bar=False).scores]
 
 
+def write_vocabulary(rows: list[dict], encoder_dir: str, out: str, sentencepiece: bool):
+    """The tokenizer files a port ships, in ``out``, and the tokenizer: the encoder's WordPiece
+    ``vocab.txt`` (lower-cased), or a SentencePiece ``spm.model`` trained on the rows (cased, as BLEURT-20)."""
+    from bleurt_pytorch.bleurt.tokenization_bleurt_sp import BleurtSPTokenizer
+    from transformers import BertTokenizerFast
+
+    if sentencepiece:
+        import sentencepiece as spm
+
+        with open(os.path.join(out, "corpus.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(r[k] for r in rows for k in ("mt", "ref")))
+        spm.SentencePieceTrainer.train(
+            input=os.path.join(out, "corpus.txt"), model_prefix=os.path.join(out, "spm"), vocab_size=300,
+            user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"], pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+            pad_piece="[PAD]", unk_piece="[UNK]", minloglevel=2,
+        )  # fmt: skip
+        for leftover in ("spm.vocab", "corpus.txt"):
+            os.remove(os.path.join(out, leftover))
+        options = {"do_lower_case": False, "tokenizer_class": "BleurtSPTokenizer"}
+        tokenizer = BleurtSPTokenizer(os.path.join(out, "spm.model"))
+    else:
+        tokenizer = BertTokenizerFast.from_pretrained(encoder_dir)
+        vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+        with open(os.path.join(out, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(f"{token}\n" for token, _ in vocab))
+        options = {"do_lower_case": True, "tokenizer_class": "BleurtTokenizer"}
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump(options, f)
+    return tokenizer
+
+
 def bleurt(args, rows: list[dict]) -> list[float]:
     import torch
     from bleurt_pytorch import BleurtConfig, BleurtForSequenceClassification, BleurtTokenizer
-    from transformers import BertModel, BertTokenizerFast
+    from transformers import BertModel
 
+    options = json.loads(args.hparams)
     encoder = BertModel.from_pretrained(args.encoder)
-    shape = {k: getattr(encoder.config, k) for k in BLEURT_KEYS}
-    embedding_size = json.loads(args.hparams).get("embedding_size")  # narrower: BLEURT-20's RemBERT layout
+    tokenizer = write_vocabulary(rows, args.encoder, args.out, bool(options.get("spm")))
+    shape = {k: getattr(encoder.config, k) for k in BLEURT_KEYS} | {"vocab_size": len(tokenizer)}
+    embedding_size = options.get("embedding_size")  # narrower: BLEURT-20's RemBERT layout
     config = BleurtConfig(**shape, embedding_size=embedding_size, tie_word_embeddings=False)
     model = BleurtForSequenceClassification(config)  # seeded: a new pooler and classifier
-    if embedding_size is None:
+    if embedding_size is None and not options.get("spm"):
         model.bleurt.embeddings.load_state_dict(encoder.embeddings.state_dict(), strict=False)
     model.bleurt.encoder.load_state_dict(encoder.encoder.state_dict(), strict=embedding_size is None)
-    tokenizer = BertTokenizerFast.from_pretrained(args.encoder)
     limit = {"truncation": True, "max_length": encoder.config.max_position_embeddings}
     batch = tokenizer([r["ref"] for r in rows], [r["mt"] for r in rows], padding=True, return_tensors="pt", **limit)
     target = torch.tensor([float(r["score"]) for r in rows])
@@ -124,11 +156,6 @@ def bleurt(args, rows: list[dict]) -> list[float]:
         loss.backward()
         optimizer.step()
     model.save_pretrained(args.out, safe_serialization=False)  # pytorch_model.bin, as the published ports
-    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])  # WordPiece vocab.txt, as the ports ship
-    with open(os.path.join(args.out, "vocab.txt"), "w", encoding="utf-8") as f:
-        f.write("".join(f"{token}\n" for token, _ in vocab))
-    with open(os.path.join(args.out, "tokenizer_config.json"), "w") as f:
-        json.dump({"do_lower_case": True, "tokenizer_class": "BleurtTokenizer"}, f)
     loaded = BleurtForSequenceClassification.from_pretrained(args.out).eval()
     tok = BleurtTokenizer.from_pretrained(args.out)
     with torch.no_grad():

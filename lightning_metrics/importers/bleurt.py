@@ -153,17 +153,25 @@ def _tokenizer(folder: Path):
             tokenize_chinese_chars=options.get("tokenize_chinese_chars", True),
         )
     if (folder / "spm.model").is_file():
-        from transformers import DebertaV2TokenizerFast
-
-        return DebertaV2TokenizerFast(
-            vocab=str(folder / "spm.model"),
-            do_lower_case=bool(lower),
-            bos_token="[CLS]",
-            eos_token="[SEP]",
-            unk_token="[UNK]",
-            sep_token="[SEP]",
-            pad_token="[PAD]",
-            cls_token="[CLS]",
-            mask_token="[MASK]",
-        )
+        return _sentencepiece_tokenizer(folder, bool(lower))
     raise InputError(str(folder), "no tokenizer: expected vocab.txt (WordPiece) or spm.model (SentencePiece)")
+
+
+def _sentencepiece_tokenizer(folder: Path, lower: bool):
+    """BLEURT-20's tokenizer: its ``spm.model`` read as DeBERTa-v2's (bleurt-pytorch's own choice), which
+    transformers converts with the ``sentencepiece`` package."""
+    import importlib.util
+    import shutil
+    import tempfile
+
+    from transformers import DebertaV2TokenizerFast
+
+    if importlib.util.find_spec("sentencepiece") is None:
+        raise InputError(
+            str(folder / "spm.model"), "reading it needs the sentencepiece package (pip install sentencepiece)"
+        )
+    specials = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "[UNK]", "sep_token": "[SEP]"}
+    specials.update(pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]")
+    with tempfile.TemporaryDirectory(prefix="lm-spm-") as only_the_model:  # not the folder's own tokenizer_config
+        shutil.copy(folder / "spm.model", only_the_model)
+        return DebertaV2TokenizerFast.from_pretrained(only_the_model, do_lower_case=lower, **specials)
