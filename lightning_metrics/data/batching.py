@@ -163,11 +163,9 @@ def _kept_positions(sequence_ids: list, max_length: int) -> list[int] | None:
     if excess <= 0:
         return None
     sides = [sequence_ids.count(0), sequence_ids.count(1)]
-    if excess > sum(sides):
-        raise ValueError(f"max_length {max_length} leaves no room for the text of a pair")
-    longer = max(sides)
-    cut_to_even = min(excess, longer - min(sides))  # the longer side alone, down to the shorter's length
-    sides[sides.index(longer) if sides[0] != sides[1] else 1] -= cut_to_even
+    excess = min(excess, sum(sides))  # a max_length below the special tokens keeps those alone
+    cut_to_even = min(excess, abs(sides[0] - sides[1]))  # the longer side alone, down to the shorter's length
+    sides[0 if sides[0] > sides[1] else 1] -= cut_to_even
     rest = excess - cut_to_even
     sides[0] -= rest // 2
     sides[1] -= rest - rest // 2  # the second loses the odd token
