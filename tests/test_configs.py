@@ -30,6 +30,10 @@ RUN_HERE = {  # config -> (its run folder, extra arguments: the data each needs,
         ["--data.init_args.train", "runs/synthetic_parallel"],
     ),
     "configs/recipes/generalist.yaml": ("runs/generalist", ["--data.init_args.train", "ratings.csv"]),
+    "configs/recipes/generalist-multilingual.yaml": (
+        "runs/generalist-multilingual",
+        ["--data.init_args.train", "ratings.csv"],
+    ),
     "configs/recipes/in-house.yaml": (  # starts from the generalist's export (the case above, run first)
         "runs/in-house",
         [
