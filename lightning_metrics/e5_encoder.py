@@ -169,10 +169,8 @@ def _tensor(data: bytes, dtype: int, count: int, offset: int) -> np.ndarray:
         return np.frombuffer(data, "<f4", count, offset)
     blocks = np.frombuffer(data, np.dtype([("scale", "<f2"), ("nibbles", "u1", BLOCK // 2)]), count // BLOCK, offset)
     low, high = blocks["nibbles"] & 0x0F, blocks["nibbles"] >> 4
-    weights = (np.concatenate([low, high], axis=1).astype(np.float32) - 8.0) * blocks["scale"].astype(np.float32)[
-        :, None
-    ]
-    return weights.reshape(-1)
+    scales = blocks["scale"].astype(np.float32)[:, None]
+    return ((np.concatenate([low, high], axis=1).astype(np.float32) - 8.0) * scales).reshape(-1)
 
 
 LAYER_TENSORS = {  # the file's names -> BertModel's, per layer
