@@ -205,11 +205,14 @@ def darr_kendall(better: Sequence[float], worse: Sequence[float]) -> float:
 def correlations_by_group(rows: np.ndarray, lp_names: Sequence[str]) -> dict[str, float]:
     """What validation logs: Kendall/Pearson/Spearman per language pair and averaged, and
     system-level Pearson (the mean of each system's scores against its mean human rating).
+    Groups named ``source:lp`` (several training sources) are also averaged per source, as
+    ``kendall/<source>``: a checkpoint can be chosen on the source that resembles the target.
 
     ``rows`` are ``[index, score, human, lp id, system id]``; ids of -1 mean unknown.
     """
     out: dict[str, float] = {}
     per = {"kendall": [], "pearson": [], "spearman": [], "sys_pearson": []}
+    by_source: dict[str, list[float]] = {}
     for lp in np.unique(rows[:, 3]):
         sel = rows[rows[:, 3] == lp]
         name = lp_names[int(lp)] if 0 <= lp < len(lp_names) else "all"
@@ -218,13 +221,15 @@ def correlations_by_group(rows: np.ndarray, lp_names: Sequence[str]) -> dict[str
             per[stat].append(value)
             if len(lp_names) > 1:
                 out[f"{stat}/{name}"] = value
+            if ":" in name:
+                by_source.setdefault(f"{stat}/{name.split(':', 1)[0]}", []).append(value)
         systems = sel[:, 4]
         if (systems >= 0).all() and len(np.unique(systems)) > 1:
             ids = np.unique(systems)
             ms = [sel[systems == s, 1].mean() for s in ids]
             hs = [sel[systems == s, 2].mean() for s in ids]
             per["sys_pearson"].append(pearson(ms, hs))
-    for stat, values in per.items():
+    for stat, values in [*per.items(), *by_source.items()]:
         finite = [v for v in values if math.isfinite(v)]
         if finite:
             out[stat] = float(np.mean(finite))

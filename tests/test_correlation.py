@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lightning_metrics.correlation import correlate, correlate_metrics, kendall, pearson, spearman
+from lightning_metrics.correlation import (
+    correlate,
+    correlate_metrics,
+    correlations_by_group,
+    kendall,
+    pearson,
+    spearman,
+)
 
 
 @pytest.fixture
@@ -61,3 +68,22 @@ def test_groups_and_parallel_cells_match_serial(xy):
             for stat, interval in serial[metric][g].ci.items():
                 assert interval == pytest.approx(parallel[metric][g].ci[stat])
     assert serial["neg"]["y-en"].seg_kendall == pytest.approx(-serial["m"]["y-en"].seg_kendall)
+
+
+def test_validation_averages_each_source_over_its_pairs(xy):
+    """``kendall/da`` (a checkpoint monitor) is the mean of the da:* pairs alone, as scipy computes them."""
+    m, h = xy
+    names = ["da:is-en", "da:ja-en", "mqm:zh-en"]
+    lp = np.arange(300) % 3
+    rows = np.stack([np.arange(300), m, h, lp, -np.ones(300)], axis=1)
+    stats_ = correlations_by_group(rows, names)
+    tau = [stats.kendalltau(m[lp == i], h[lp == i])[0] for i in range(3)]
+    assert stats_["kendall/da:ja-en"] == pytest.approx(tau[1], abs=1e-12)
+    assert stats_["kendall/da"] == pytest.approx((tau[0] + tau[1]) / 2, abs=1e-12)
+    assert stats_["kendall/mqm"] == pytest.approx(tau[2], abs=1e-12)
+    assert stats_["kendall"] == pytest.approx(np.mean(tau), abs=1e-12)
+    assert "kendall/is-en" not in stats_ and "sys_pearson" not in stats_
+    plain = correlations_by_group(rows, ["is-en", "ja-en", "zh-en"])  # one source: no per-source keys
+    assert set(plain) == {
+        f"{s}{g}" for s in ("kendall", "pearson", "spearman") for g in ("", "/is-en", "/ja-en", "/zh-en")
+    }

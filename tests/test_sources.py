@@ -1,6 +1,8 @@
 """Several rating sources in one training set: per-(source, lp) normalisation on hand-made
 tables, each source's share of the dev set, weights, the model card, the source-group sampler."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -194,3 +196,46 @@ def test_parallel_corpus_holds_each_pair_once(two_sources, tmp_path):
     assert list(zip(corpus["src"], corpus["ref"])) == expected
     with pytest.raises(LightningMetricsError, match="no rows left"):
         parallel_corpus([{"path": str(mqm), "lps": ["de-en"]}])
+
+
+def test_a_checkpoint_is_chosen_on_one_source_alone(two_sources, tiny_encoder, tmp_path):
+    """``val_kendall/da`` is logged beside the all-source mean; monitoring it, the export keeps the
+    epoch whose DA dev pairs rank best, whatever the MQM pairs did."""
+    import pytorch_lightning as pl
+
+    from lightning_metrics.export import ExportBest
+    from lightning_metrics.models import CometEstimator
+
+    class Record(pl.Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_validation_end(self, trainer, pl_module):
+            m = trainer.callback_metrics
+            self.seen.append((trainer.global_step, *(float(m[k]) for k in ("val_kendall/da", "val_kendall"))))
+
+    da, mqm = two_sources
+    pl.seed_everything(0)
+    model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), lr_encoder=3e-4, lr_head=3e-4)
+    dm = RatingsDataModule(
+        train=[{"path": str(da), "name": "da"}, {"path": str(mqm), "name": "mqm", "split_by": "seg_id"}],
+        val_fraction=0.3,
+        batch_size=8,
+        encoder=str(tiny_encoder),
+        **model.batch_layout,
+    )
+    saver = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_kendall/da", mode="max")
+    record = Record()
+    pl.Trainer(
+        max_epochs=6,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[saver, ExportBest(str(tmp_path / "export")), record],
+    ).fit(model, dm)
+    step, best, _ = max(record.seen, key=lambda x: x[1])
+    assert step != max(record.seen, key=lambda x: x[2])[0]  # the all-source mean would have kept another epoch
+    meta = json.loads((tmp_path / "export" / "metric.json").read_text())
+    assert meta["dev_correlations"] == {"val_kendall/da": pytest.approx(best)}
+    assert meta["trained"]["global_step"] == step
