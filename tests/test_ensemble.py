@@ -109,3 +109,30 @@ def test_ensemble_requests_fail_in_one_line(members, tmp_path, capsys):
         assert main(["export", *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and problem in err[0]
+
+
+def test_a_builtin_member_takes_its_options(members, tmp_path, document_rows, tiny_encoder, capsys):
+    """``bertscore:model=...,layer=1`` is BERTScore on that encoder and layer, standardised on --data."""
+    data, (a, _) = members
+    member = f"bertscore:model={tiny_encoder},layer=1"
+    out = tmp_path / "ens"
+    assert main(["export", "--ensemble", str(a), member, "--data", str(data), "--out", str(out)]) == 0
+    meta = json.loads((out / "metric.json").read_text())
+    assert meta["members"][1] == {
+        "kind": "builtin",
+        "name": "bertscore_f",  # bertscore is F1
+        "label": member,
+        "options": {"model": str(tiny_encoder), "layer": 1},
+    }
+    train = {k: [r[k] for r in document_rows] for k in ("mt", "ref")}
+    f1 = np.asarray(load_metric("bertscore", model=str(tiny_encoder), layer=1).score(**train).scores)
+    assert meta["stats"][1]["mean"] == pytest.approx(np.mean(f1)) and meta["stats"][1]["std"] == pytest.approx(
+        np.std(f1)
+    )
+    default_layer = np.asarray(load_metric("bertscore", model=str(tiny_encoder)).score(**train).scores)
+    assert not np.allclose(f1, default_layer)  # the option took effect
+    capsys.readouterr()
+    for bad, problem in (("bertscore:bogus=1", "has no option 'bogus'"), ("bertscore:layer", "key=value")):
+        assert main(["export", "--ensemble", str(a), bad, "--data", str(data), "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and problem in err[0]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import yaml
 
 from lightning_metrics import __version__
 from lightning_metrics.artifact import Export, is_exported, write_export
@@ -118,13 +119,21 @@ def _share_embeddings(metrics: Sequence[Metric]) -> None:
 
 
 def member_spec(name: str, index: int) -> dict:
-    """What the metadata records for one member given on the command line: a folder or a built-in name."""
+    """What the metadata records for one member given on the command line: a folder, or a built-in
+    name with optional options, ``bertscore:model=multilingual-e5-small,layer=7`` (values read as YAML)."""
     if is_exported(name):
         label = Path(name).name
         return {"kind": "export", "source": str(name), "label": label, "path": f"{MEMBERS}/{index}-{label}"}
-    canonical = canonical_name(name)
-    builtin(canonical)  # unknown names fail here, in one line
-    return {"kind": "builtin", "name": canonical, "label": name, "options": {}}
+    base, _, given = name.partition(":")
+    options = {}
+    for item in filter(None, given.split(",")):
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise LightningMetricsError(f"ensemble member {name!r}: options are key=value, separated by commas")
+        options[key.strip()] = yaml.safe_load(value)
+    canonical = canonical_name(base)
+    builtin(canonical, **options)  # unknown names and options fail here, in one line
+    return {"kind": "builtin", "name": canonical, "label": name, "options": options}
 
 
 def export_ensemble(
@@ -154,7 +163,10 @@ def export_ensemble(
         raise LightningMetricsError(
             f"give one non-negative weight per member ({len(specs)}), not all zero; got {weights}"
         )
-    loaded = [(s["label"], load_metric(s["source"]) if s["kind"] == "export" else builtin(s["name"]), s) for s in specs]
+    loaded = [
+        (s["label"], load_metric(s["source"]) if s["kind"] == "export" else builtin(s["name"], **s["options"]), s)
+        for s in specs
+    ]
     probe = Ensemble(Path(out).name, loaded, [{"mean": 0.0, "std": 1.0}] * len(specs), weights)
     columns = _sample(data, probe.inputs, max_rows, seed)
     raw = probe.member_scores(columns, device=device, progress=progress)
