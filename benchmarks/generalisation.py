@@ -87,6 +87,8 @@ VARIANTS = {
         "model.init_args.encoder": "multilingual-e5-small",
         "model.init_args.source_features": True,
     },
+    # checkpoints chosen on the DA dev pairs alone (val_kendall/da), validated every 50 steps
+    "DA monitor": {"monitor": "val_kendall/da", "trainer.val_check_interval": 50},
     "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
     "frozen encoder": {"model.init_args.nr_frozen_epochs": 1000.0},  # only the head learns
     "start from BERTScore": {"model.init_args.start_from": "bertscore_f"},  # the model starts as its strongest baseline
@@ -153,6 +155,11 @@ def derived_config(recipe: dict, test: str, variant: str, run_dir: Path, steps: 
     for key, value in VARIANTS[variant].items():
         if key == "sources":
             data["train"] = [s for s in data["train"] if s.get("name") in value]
+            continue
+        if key == "monitor":
+            for callback in config["trainer"]["callbacks"]:
+                if callback["class_path"].endswith("ModelCheckpoint"):
+                    callback["init_args"]["monitor"] = value
             continue
         node = config
         *parents, leaf = key.split(".")
@@ -501,7 +508,7 @@ def best_dev(out: Path, test: str, variant: str) -> str:
     if not found:
         return "-"
     dev = json.loads(found[-1].read_text()).get("dev_correlations", {})
-    return f"{dev['val_kendall']:.4f}" if "val_kendall" in dev else "-"
+    return ", ".join(f"{v:.4f}" + ("" if k == "val_kendall" else f" ({k})") for k, v in dev.items()) or "-"
 
 
 if __name__ == "__main__":
