@@ -160,8 +160,8 @@ def _export_parser() -> ArgumentParser:
         type=str,
         nargs="+",
         default=None,
-        help="instead of a checkpoint: exported metric folders and/or built-in metrics to average "
-        "(options after a colon: bertscore:model=multilingual-e5-small,layer=7)",
+        help="instead of a checkpoint: exported metric folders (NAME=FOLDER to label one) and/or built-in "
+        "metrics to average (options after a colon: bertscore:model=multilingual-e5-small,layer=7)",
     )
     p.add_argument(
         "--data", type=Optional[str], default=None, help="with --ensemble: ratings whose rows standardise each member"

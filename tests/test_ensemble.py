@@ -104,11 +104,38 @@ def test_ensemble_requests_fail_in_one_line(members, tmp_path, capsys):
             ["--ensemble", str(a), "chrf", "--data", str(data), "--weights", "1", "--out", str(tmp_path / "x")],
             "one non-negative weight per member",
         ),
-        (["--ensemble", str(a), str(a), "--data", str(data), "--out", str(tmp_path / "x")], "distinct names"),
+        (["--ensemble", str(a), str(a), "--data", str(data), "--out", str(tmp_path / "x")], "NAME=FOLDER"),
+        (
+            ["--ensemble", str(a), f"mine={tmp_path}", "--data", str(data), "--out", str(tmp_path / "x")],
+            "is not an exported metric folder",
+        ),
     ):
         assert main(["export", *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and problem in err[0]
+
+
+def test_folders_of_one_name_are_labelled(members, tmp_path, document_rows):
+    """Two exports both named ``export`` (as every fit writes them) join as ``NAME=FOLDER``; without
+    labels the clash is one line that says how to name them."""
+    import shutil
+
+    data, (a, b) = members
+    first, second = tmp_path / "one" / "export", tmp_path / "two" / "export"
+    shutil.copytree(a, first)
+    shutil.copytree(b, second)
+    out = tmp_path / "ens"
+    assert (
+        main(["export", "--ensemble", f"mini={first}", f"e5.v1={second}", "--data", str(data), "--out", str(out)]) == 0
+    )
+    meta = json.loads((out / "metric.json").read_text())
+    assert [m["label"] for m in meta["members"]] == ["mini", "e5.v1"]
+    assert [m["path"] for m in meta["members"]] == ["members/0-mini", "members/1-e5.v1"]
+    assert main(["export", "--ensemble", str(a), str(b), "--data", str(data), "--out", str(tmp_path / "plain")]) == 0
+    given = {k: [r[k] for r in document_rows[:30]] for k in ("src", "mt", "ref")}
+    assert load_metric(str(out)).score(**given).scores == pytest.approx(
+        load_metric(str(tmp_path / "plain")).score(**given).scores, abs=1e-9
+    )
 
 
 def test_a_builtin_member_takes_its_options(members, tmp_path, document_rows, tiny_encoder, capsys):

@@ -10,6 +10,7 @@ computed once, and learned members whose encoders hold the same weights embed ea
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Sequence
@@ -119,11 +120,16 @@ def _share_embeddings(metrics: Sequence[Metric]) -> None:
 
 
 def member_spec(name: str, index: int) -> dict:
-    """What the metadata records for one member given on the command line: a folder, or a built-in
-    name with optional options, ``bertscore:model=multilingual-e5-small,layer=7`` (values read as YAML)."""
-    if is_exported(name):
-        label = Path(name).name
-        return {"kind": "export", "source": str(name), "label": label, "path": f"{MEMBERS}/{index}-{label}"}
+    """What the metadata records for one member given on the command line: a folder (labelled by its
+    name, or ``LABEL=FOLDER``), or a built-in name with optional options,
+    ``bertscore:model=multilingual-e5-small,layer=7`` (values read as YAML)."""
+    label, _, folder = name.partition("=")
+    if not (re.fullmatch(r"[A-Za-z0-9][\w.+-]*", label) and is_exported(folder)):
+        label, folder = Path(name).name, name
+    if is_exported(folder):
+        return {"kind": "export", "source": str(folder), "label": label, "path": f"{MEMBERS}/{index}-{label}"}
+    if ":" not in name and "=" in name:
+        raise LightningMetricsError(f"ensemble member {name!r}: {folder!r} is not an exported metric folder")
     base, _, given = name.partition(":")
     options = {}
     for item in filter(None, given.split(",")):
@@ -157,7 +163,9 @@ def export_ensemble(
     specs = [member_spec(m, i) for i, m in enumerate(members)]
     labels = [s["label"] for s in specs]
     if len(set(labels)) != len(labels):
-        raise LightningMetricsError(f"ensemble members need distinct names, got {labels}")
+        raise LightningMetricsError(
+            f"ensemble members need distinct names, got {labels}: label a folder as NAME=FOLDER"
+        )
     weights = [1.0] * len(specs) if weights is None else [float(w) for w in weights]
     if len(weights) != len(specs) or min(weights) < 0 or sum(weights) <= 0:
         raise LightningMetricsError(
