@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/generalisation.py [--recipe configs/recipes/generalist.yaml] [--out runs/generalisation]
         [--tests is-en ja-en ru-en mqm-news ted] [--stages baselines fit score ensemble report] [--variants recipe ...]
-        [--ablation-test is-en] [--ensemble-with BERTScore] [--bootstrap 1000]
+        [--ablation-test is-en] [--ensemble-with BERTScore [NAME=DIR ...] ...] [--bootstrap 1000]
 
 Tests (in each, no row and no document of the test data is seen in training):
 - ``is-en``, ``ja-en``, ``ru-en``: leave one language pair of wmt21_da_toen.csv out (every row of it);
@@ -15,10 +15,12 @@ from its sources (a language pair excluded, or a source dropped), in a subproces
 ``--variants`` adds ablations (the recipe with one lever changed) on ``--ablation-test``;
 ``synthetic pretraining`` first pre-trains the estimator on ``generate`` output of the distinct
 (src, ref) pairs of the training sources (lever 3, :func:`pretrain`), at the same step budget.
-The ``ensemble`` stage measures lever 5: ``export --ensemble`` of the recipe's export and BERTScore
-(``--ensemble-with``: MiniLM by default, or ``BERTScore-e5``; equal weights, each standardised
-on 5,000 seeded DA training rows, the test's pair left out), scored on the test from the
-members' cached scores with the ensemble's own standardisation.
+The ``ensemble`` stage measures lever 5: ``export --ensemble`` of the recipe's export and the
+``--ensemble-with`` members (BERTScore on MiniLM by default, or ``BERTScore-e5``; ``NAME=DIR`` adds
+the recipe another run of this suite, ``--out DIR``, fitted for the same test, e.g. the MiniLM
+recipe beside the multilingual one; equal weights, each standardised on 5,000 seeded DA training
+rows, the test's pair left out), scored on the test from the members' cached scores with the
+ensemble's own standardisation.
 
 Stages are cached under ``--out``: a model is reused while the hash of its derived config is
 unchanged, scores while they are newer than the model. Each stage's wall time is recorded.
@@ -46,9 +48,9 @@ os.environ.setdefault("WANDB_MODE", "offline")
 
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
+from generalisation_report import correlations, report  # noqa: E402
 
-from lightning_metrics.artifact import MANIFEST, METADATA, is_exported  # noqa: E402
-from lightning_metrics.correlation import correlate_metrics  # noqa: E402
+from lightning_metrics.artifact import MANIFEST, is_exported  # noqa: E402
 from lightning_metrics.data.readers import read_rating_table  # noqa: E402
 from lightning_metrics.metrics import score_many  # noqa: E402
 
@@ -87,6 +89,8 @@ VARIANTS = {
         "model.init_args.encoder": "multilingual-e5-small",
         "model.init_args.source_features": True,
     },
+    # the hybrid signals' BERTScore on the multilingual encoder too (its layer 7), not MiniLM's layer 4
+    "e5 signals": {"model.init_args.signal_encoder": "multilingual-e5-small"},
     # checkpoints chosen on the DA dev pairs alone (val_kendall/da), validated every 50 steps
     "DA monitor": {"monitor": "val_kendall/da", "trainer.val_check_interval": 50},
     "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
@@ -333,39 +337,45 @@ def cached_scores(name: str, rows: dict, cache: Path, metric: str, options: dict
     return np.asarray(values, dtype=float)
 
 
-def ensemble_scores(export: Path, test: str, scores: dict[str, np.ndarray], out: Path, partner: str) -> np.ndarray:
-    """Recipe + the ``partner`` baseline as one ``export --ensemble`` folder (standardised on DA
-    training rows without the test's pair); its scores on the test from the members' cached segment scores."""
+def ensemble_member(partner: str, test: str) -> tuple[str, str]:
+    """``(label, export --ensemble member)`` for a BERTScore label, or for ``NAME=DIR``: the recipe
+    export another run of this suite (``--out DIR``, another recipe) trained for ``test``."""
+    if partner in BASELINES:
+        metric, options = BASELINES[partner]
+        return partner, metric + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
+    name, _, folder = partner.partition("=")
+    found = sorted((Path(folder) / "models").glob(f"{test}-recipe-*/export"))
+    if not name or not found or not is_exported(found[-1]):
+        raise SystemExit(
+            f"--ensemble-with {partner}: give a BERTScore label, or NAME=DIR with DIR a suite --out "
+            f"that fitted its recipe for {test}"
+        )
+    return name, f"{name}={found[-1]}"  # every fit's folder is named export: the member is labelled
+
+
+def ensemble_scores(
+    export: Path, test: str, rows: dict, scores: dict[str, np.ndarray], out: Path, partners: list[str]
+) -> tuple[str, np.ndarray]:
+    """The recipe + ``partners`` as one ``export --ensemble`` folder (equal weights, standardised on DA
+    training rows without the test's pair); its label and its scores on the test from the members' segment scores."""
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.ensemble import export_ensemble
 
-    metric, options = BASELINES[partner]
-    member = metric + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
-    folder = out / "models" / f"{test}-ensemble-{partner.replace('+', '_')}-{export.parent.name}"
+    members = [ensemble_member(p, test) for p in partners]
+    for name, member in members:
+        if name not in scores:  # another recipe's export: its own suite's score cache
+            other = Path(member.partition("=")[2])
+            scores[name] = cached_scores(other.parent.name, rows, other.parents[2] / "scores" / test, str(other))
+    labels = [name for name, _ in members]
+    folder = out / "models" / f"{test}-ensemble-{'-'.join(labels).replace('+', '_')}-{export.parent.name}"
     if not is_exported(folder):
-        rows = read_rating_table(str(DA), required=("src", "mt", "ref", "score"))
-        keep = [i for i, lp in enumerate(rows["lp"]) if lp != TESTS[test][1]]
-        table = {k: [rows[k][i] for i in keep] for k in ("src", "mt", "ref")}
-        export_ensemble([str(export), member], folder, table, force=True, progress=False)
+        table = read_rating_table(str(DA), required=("src", "mt", "ref", "score"))
+        keep = [i for i, lp in enumerate(table["lp"]) if lp != TESTS[test][1]]
+        table = {k: [table[k][i] for i in keep] for k in ("src", "mt", "ref")}
+        export_ensemble([f"recipe={export}", *(m for _, m in members)], folder, table, force=True, progress=False)
     ensemble = load_metric(str(folder))
-    labels = [label for label, _, _ in ensemble.members]
-    return ensemble.weights @ ensemble.standardised(dict(zip(labels, (scores["recipe"], scores[partner]))))
-
-
-def correlations(scores: dict[str, np.ndarray], rows: dict, bootstrap: int, seed: int) -> dict:
-    result = correlate_metrics(
-        scores, rows["score"], None, rows["system"], bootstrap=bootstrap, seed=seed, num_proc=os.cpu_count() or 1
-    )
-    return {
-        m: {
-            "kendall": c["all"].seg_kendall,
-            "ci": list(c["all"].ci.get("seg_kendall", (np.nan, np.nan))),
-            "sys_pearson": c["all"].sys_pearson,
-            "n": c["all"].n,
-            "n_sys": c["all"].n_systems,
-        }
-        for m, c in result.items()
-    }
+    raw = dict(zip([label for label, _, _ in ensemble.members], [scores["recipe"], *(scores[n] for n in labels)]))
+    return " + ".join(["recipe", *labels]), ensemble.weights @ ensemble.standardised(raw)
 
 
 def main() -> None:
@@ -389,9 +399,10 @@ def main() -> None:
     parser.add_argument("--ablation-test", default="is-en", choices=list(TESTS))
     parser.add_argument(
         "--ensemble-with",
-        default="BERTScore",
-        choices=[b for b in BASELINES if b.startswith("BERTScore")],
-        help="the baseline the ensemble stage averages with the recipe",
+        nargs="+",
+        action="append",
+        help="what the ensemble stage averages with the recipe (default BERTScore): BERTScore labels, or NAME=DIR "
+        "for the recipe another run of this suite (--out DIR) fitted for the same test; repeat for several ensembles",
     )
     parser.add_argument(
         "--steps", type=int, default=None, help="replace the recipe's max_steps (a smaller budget, e.g. for ablations)"
@@ -427,88 +438,15 @@ def main() -> None:
                 with timed(times, f"score {test} / {variant}"):
                     scores[variant] = cached_scores(export.parent.name, rows, out / "scores" / test, str(export))
             if "ensemble" in args.stages and variant == "recipe":
-                with timed(times, f"ensemble {test} / {args.ensemble_with}"):
-                    scores[f"recipe + {args.ensemble_with}"] = ensemble_scores(
-                        export, test, scores, out, args.ensemble_with
-                    )
+                for partners in args.ensemble_with or [["BERTScore"]]:
+                    with timed(times, f"ensemble {test} / {' + '.join(partners)}"):
+                        label, values = ensemble_scores(export, test, rows, scores, out, partners)
+                        scores[label] = values
         times_path.write_text(json.dumps(times, indent=1) + "\n")
         if "report" in args.stages:
             results[test] = correlations(scores, rows, args.bootstrap, args.seed)
     if "report" in args.stages:
-        report(results, out, times, args)
-
-
-def report(results: dict, out: Path, times: dict, args) -> None:
-    from lightning_metrics.plots import kendall_bars
-
-    tests = list(results)
-    ensembles = [f"recipe + {b}" for b in BASELINES]
-    metrics = [m for m in [*BASELINES, "recipe", *ensembles] if all(m in results[t] for t in tests)]
-
-    def cell(r: dict) -> str:
-        interval = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if np.isfinite(r["ci"][0]) else ""
-        return f"{r['kendall']:.4f}{interval}"
-
-    lines = [
-        f"# Out-of-distribution suite (`{args.recipe}`)",
-        "",
-        "Segment Kendall tau-b, 95% bootstrap CI "
-        f"({args.bootstrap} resamples); system-level Pearson in the second table.",
-        "",
-        "| metric | " + " | ".join(f"{t} ({results[t][metrics[0]]['n']})" for t in tests) + " |",
-        "|---" * (len(tests) + 1) + "|",
-    ]
-    lines += [f"| {m} | " + " | ".join(cell(results[t][m]) for t in tests) + " |" for m in metrics]
-    lines += ["", "| metric | " + " | ".join(tests) + " |", "|---" * (len(tests) + 1) + "|"]
-    lines += [
-        f"| {m} | " + " | ".join(f"{results[t][m]['sys_pearson']:.3f} ({results[t][m]['n_sys']})" for t in tests) + " |"
-        for m in metrics
-    ]
-    lines += target_lines(results, [m for m in metrics if m == "recipe" or m in ensembles])
-    ablation = [v for v in results.get(args.ablation_test, {}) if v in VARIANTS]
-    if len(ablation) > 1:
-        r = results[args.ablation_test]
-        lines += [
-            "",
-            f"Ablation on {args.ablation_test} (the recipe with one lever changed; dev = the model's best "
-            "val_kendall):",
-            "",
-            "| variant | test Kendall | minus recipe | dev val_kendall |",
-            "|---|---|---|---|",
-        ]
-        for v in ablation:
-            dev = best_dev(out, args.ablation_test, v)
-            lines.append(f"| {v} | {cell(r[v])} | {r[v]['kendall'] - r['recipe']['kendall']:+.4f} | {dev} |")
-    lines += ["", "Wall times (this machine; cached stages are not re-run):", ""]
-    lines += [f"- {k}: {v / 60:.1f} min" for k, v in times.items()]
-    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=float) + "\n")
-    kendall_bars(
-        {m: {t: (results[t][m]["kendall"], *results[t][m]["ci"]) for t in tests} for m in metrics},
-        out / "plots",
-        "Segment Kendall on data the metric never saw",
-    )
-    print("\n".join(lines))
-
-
-def target_lines(results: dict, candidates: list[str]) -> list[str]:
-    """Each candidate's gap to the better BERTScore (target +0.02) and to chrF (+0.04) on every test."""
-    lines = ["", "Target: >= the better BERTScore + 0.02 and >= chrF + 0.04 on every test.", ""] if candidates else []
-    for m, t in ((m, t) for m in candidates for t in results):
-        r = results[t]
-        gap_b = r[m]["kendall"] - max(r[b]["kendall"] for b in r if b.startswith("BERTScore"))
-        gap_c = r[m]["kendall"] - r["chrF"]["kendall"]
-        verdict = "met" if gap_b >= 0.02 and gap_c >= 0.04 else "missed"
-        lines.append(f"- {m}, {t}: {gap_b:+.4f} over the better BERTScore, {gap_c:+.4f} over chrF: **{verdict}**")
-    return lines
-
-
-def best_dev(out: Path, test: str, variant: str) -> str:
-    found = sorted((out / "models").glob(f"{test}-{variant.replace(' ', '_')}-*/export/{METADATA}"))
-    if not found:
-        return "-"
-    dev = json.loads(found[-1].read_text()).get("dev_correlations", {})
-    return ", ".join(f"{v:.4f}" + ("" if k == "val_kendall" else f" ({k})") for k, v in dev.items()) or "-"
+        report(results, out, times, args, [*BASELINES], [*VARIANTS])
 
 
 if __name__ == "__main__":
