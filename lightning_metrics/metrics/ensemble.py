@@ -123,13 +123,15 @@ def member_spec(name: str, index: int) -> dict:
     """What the metadata records for one member given on the command line: a folder (labelled by its
     name, or ``LABEL=FOLDER``), or a built-in name with optional options,
     ``bertscore:model=multilingual-e5-small,layer=7`` (values read as YAML)."""
-    label, _, folder = name.partition("=")
-    if not (re.fullmatch(r"[A-Za-z0-9][\w.+-]*", label) and is_exported(folder)):
-        label, folder = Path(name).name, name
+    label, folder = Path(name).name, name
+    if not is_exported(name) and "=" in name and ":" not in name:  # LABEL=FOLDER
+        label, _, folder = name.partition("=")
+        if not is_exported(folder):
+            raise LightningMetricsError(f"ensemble member {name!r}: {folder!r} is not an exported metric folder")
+        if not re.fullmatch(r"[A-Za-z0-9][\w.+-]*", label):
+            raise LightningMetricsError(f"ensemble member {name!r}: a label is letters, digits and . _ + -")
     if is_exported(folder):
         return {"kind": "export", "source": str(folder), "label": label, "path": f"{MEMBERS}/{index}-{label}"}
-    if ":" not in name and "=" in name:
-        raise LightningMetricsError(f"ensemble member {name!r}: {folder!r} is not an exported metric folder")
     base, _, given = name.partition(":")
     options = {}
     for item in filter(None, given.split(",")):
