@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "offline")
+import common  # the offline environment, before anything loads transformers
+import torch
+from fault_points import final_weights, kill_config, run_fit  # beside this script
 
-import torch  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-from fault_points import final_weights, kill_config, run_fit  # noqa: E402
-
-DA = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
+REPO, DA = common.REPO, common.DA
 BATCH, EVERY = 8, 4  # rows per batch; last.ckpt every EVERY steps
 
 
@@ -46,11 +38,15 @@ def write_rows(out: Path, rows: int) -> tuple[Path, Path]:
 def config(folder: Path, ratings, callbacks=(), plugins=None, seed: int = 0) -> Path:
     model = {
         "class_path": "lightning_metrics.models.CometEstimator",
-        "init_args": {"encoder": "default", "nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True},
+        "init_args": {"encoder": "default", "optim": {"nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True}},
     }
     data = {
         "class_path": "lightning_metrics.data.modules.RatingsDataModule",
-        "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": BATCH, "max_length": 48},
+        "init_args": {
+            "train": str(ratings[0]),
+            "val": str(ratings[1]),
+            "batches": {"batch_size": BATCH, "max_length": 48},
+        },
     }
     return kill_config(folder, model, data, every=EVERY, callbacks=callbacks, plugins=plugins, seed=seed)
 

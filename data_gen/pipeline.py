@@ -196,7 +196,7 @@ def generate(
         bar.close()
     if any(s in BERTSCORE_SIGNALS for s in recipe.signals) and columns.get("mt"):
         if bertscore_scorer is None:
-            from lightning_metrics.bertscore import BERTScorer
+            from lightning_metrics.baselines.bertscore import BERTScorer
 
             bertscore_scorer = BERTScorer(**{"progress": progress, **recipe.bertscore})
         for name, values in bertscore_signals(columns["ref"], columns["mt"], bertscore_scorer).items():

@@ -1,17 +1,19 @@
 """The signals ``generate`` records for each (reference, candidate) pair, and the target score.
 
-The signals are :mod:`lightning_metrics.signals`' (the built-in metrics under their names):
-``bleu`` and ``chrf`` 0-100 (sacrebleu sentence scores), ``rouge1``/``rouge2``/``rougeL``
-F-measure 0-1 (rouge-score), ``bertscore_p/r/f`` from
-:class:`lightning_metrics.bertscore.BERTScorer`. The target ``score`` is ``1 - severity``.
+The signals are the built-in metrics under their names, computed through
+:mod:`lightning_metrics.baselines.scores` (the one route every baseline value takes): ``bleu`` and
+``chrf`` 0-100 (sacrebleu sentence scores), ``rouge1``/``rouge2``/``rougeL`` F-measure 0-1
+(rouge-score), ``bertscore_p/r/f`` (BERTScore). The target ``score`` is ``1 - severity``.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from lightning_metrics.metrics.builtin import builtin_scores
-from lightning_metrics.signals import ALL_SIGNALS, BERTSCORE_SIGNALS, LEXICAL_SIGNALS  # noqa: F401 (re-exported for the pipeline)
+from lightning_metrics.baselines.scores import baseline_scores, family_scores
+from lightning_metrics.baselines.signals import ALL_SIGNALS, BERTSCORE_SIGNALS, LEXICAL_SIGNALS
+
+__all__ = ["ALL_SIGNALS", "BERTSCORE_SIGNALS", "LEXICAL_SIGNALS", "bertscore_signals", "lexical_signals"]
 
 
 def score_from_severity(severity: float) -> float:
@@ -23,9 +25,9 @@ def lexical_signals(
     refs: Sequence[str], mts: Sequence[str], names: Sequence[str] = LEXICAL_SIGNALS
 ) -> dict[str, list[float]]:
     """The requested lexical signals for each pair (single process; the pipeline parallelises)."""
-    return builtin_scores([n for n in names if n in LEXICAL_SIGNALS], mts, refs)
+    return baseline_scores([n for n in names if n in LEXICAL_SIGNALS], mts, refs)
 
 
 def bertscore_signals(refs: Sequence[str], mts: Sequence[str], scorer) -> dict[str, list[float]]:
     """BERTScore precision, recall and F1 for each pair, from a ready ``BERTScorer``."""
-    return scorer.score(mts, refs).as_dict()
+    return family_scores("bertscore", mts, refs, scorer=scorer)

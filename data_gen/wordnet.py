@@ -16,6 +16,7 @@ from pathlib import Path
 
 from lightning_metrics.atomic import atomic_path, write_text
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.storage.cache import cache_dir
 
 DEBIAN_DIR = Path("/usr/share/wordnet")
 
@@ -33,11 +34,6 @@ LEXNAMES = (
 
 class WordNetNotFound(LightningMetricsError):
     """No WordNet data anywhere this module looks."""
-
-
-def cache_dir() -> Path:
-    """Where generated helper files go (``$LIGHTNING_METRICS_CACHE`` or ~/.cache/lightning-metrics)."""
-    return Path(os.environ.get("LIGHTNING_METRICS_CACHE", Path.home() / ".cache" / "lightning-metrics"))
 
 
 def _debian_as_nltk_data(source: Path) -> Path:

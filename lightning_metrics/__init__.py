@@ -1,8 +1,7 @@
 """lightning-metrics: train learned evaluation metrics for generated text, and score with them."""
 
-__version__ = "0.1.0"
-
-from lightning_metrics.errors import EncoderNotFoundError, InputError, LightningMetricsError  # noqa: E402
+from lightning_metrics.errors import EncoderNotFoundError, InputError, LightningMetricsError
+from lightning_metrics.version import __version__
 
 __all__ = ["EncoderNotFoundError", "InputError", "LightningMetricsError", "__version__", "load_metric"]
 

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Union
 
+from lightning_metrics.errors import LightningMetricsError
+
 PathLike = Union[str, os.PathLike]
 
 
@@ -26,9 +28,12 @@ def temp_name(target: Path) -> Path:
 @contextmanager
 def atomic_path(target: PathLike) -> Iterator[Path]:
     """Yield a temporary path to write; on success it is synced and renamed to ``target``, on
-    failure removed. The target's folder is created."""
+    failure removed. The target's folder is created. A target that is a folder, or under a file, is
+    one :class:`LightningMetricsError` naming it."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise LightningMetricsError(f"{target}: is a folder, but a file is written there; give a file path")
+    _make_parent(target)
     tmp = temp_name(target)
     try:
         yield tmp
@@ -54,9 +59,12 @@ def write_json(target: PathLike, payload, **dumps) -> Path:
 @contextmanager
 def atomic_folder(target: PathLike) -> Iterator[Path]:
     """Yield an empty temporary folder to fill; on success it replaces ``target`` (an old folder
-    is moved aside first and removed after), on failure it is removed."""
+    is moved aside first and removed after), on failure it is removed. A target that is a file is one
+    :class:`LightningMetricsError` naming it."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_dir():
+        raise LightningMetricsError(f"{target}: is a file, but a folder is written there; give a folder path")
+    _make_parent(target)
     tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -72,3 +80,10 @@ def atomic_folder(target: PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _make_parent(target: Path) -> None:
+    blocked = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise LightningMetricsError(f"{target}: {blocked} is a file, so nothing can be written inside it")
+    target.parent.mkdir(parents=True, exist_ok=True)

@@ -146,7 +146,7 @@ def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Pa
     import pytorch_lightning as pl
 
     from lightning_metrics.data.modules import RatingsDataModule
-    from lightning_metrics.export import export_checkpoint
+    from lightning_metrics.training.export import export_checkpoint
 
     pl.seed_everything(0)
     trainer = pl.Trainer(
@@ -159,7 +159,9 @@ def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Pa
     )
     trainer.fit(
         model,
-        RatingsDataModule(train=str(data), val=str(data), encoder=str(encoder), batch_size=16, **model.batch_layout),
+        RatingsDataModule(
+            train=str(data), val=str(data), encoder=str(encoder), batches={"batch_size": 16}, layout=model.batch_layout
+        ),
     )
     trainer.save_checkpoint(folder / f"{name}.ckpt")
     return export_checkpoint(folder / f"{name}.ckpt", folder / name)

@@ -11,12 +11,12 @@ import pytest
 import pytorch_lightning as pl
 
 from lightning_metrics import load_metric
-from lightning_metrics.artifact import MANIFEST, METADATA, read_export
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import InputError
-from lightning_metrics.export import export_checkpoint
 from lightning_metrics.models import CometEstimator
+from lightning_metrics.storage.artifact import MANIFEST, METADATA, read_export
+from lightning_metrics.training.export import export_checkpoint
 
 MT, REF, SRC = ["The cat sat on the mat."], ["The cat is on the mat."], ["Le chat est sur le tapis."]
 
@@ -26,9 +26,9 @@ def export(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     folder = tmp_path_factory.mktemp("artifact")
     data = write_csv(folder / "r.csv", da_rows[:16])
     pl.seed_everything(0)
-    model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,))
+    model = CometEstimator(encoder=str(tiny_encoder), head={"hidden_sizes": (16,)})
     dm = RatingsDataModule(
-        train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=8, **model.batch_layout
+        train=str(data), val=str(data), encoder=str(tiny_encoder), batches={"batch_size": 8}, layout=model.batch_layout
     )
     trainer = pl.Trainer(
         max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
@@ -208,7 +208,7 @@ def test_version_1_folders_load_with_a_warning(export, tmp_path, caplog):
     meta["format_version"] = 1
     del meta["requires"]
     (folder / METADATA).write_text(json.dumps(meta))
-    with caplog.at_level(logging.WARNING, logger="lightning_metrics.artifact"):
+    with caplog.at_level(logging.WARNING, logger="lightning_metrics.storage.artifact"):
         old = load_metric(str(folder)).score(mt=MT, ref=REF, src=SRC).scores
     assert f"{folder}: format version 1 has no manifest; its files cannot be verified" in caplog.text
     assert old == load_metric(str(export)).score(mt=MT, ref=REF, src=SRC).scores

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_metrics.bertscore import BERTScorer, compute_baseline, default_layer, greedy_match, idf_weights
-from lightning_metrics.cli import main
-from lightning_metrics.encoders import resolve_encoder
+from lightning_metrics.baselines.bertscore import BERTScorer, compute_baseline, default_layer, greedy_match, idf_weights
+from lightning_metrics.cli.main import main
+from lightning_metrics.encoders.loading import resolve_encoder
 
 HAND = [
     ("The cat sat on the mat.", "The cat is on the mat."),
@@ -149,16 +149,12 @@ def test_evaluate_bertscore_rows(tiny_encoder, tmp_path, capsys):
         str(data),
         "--metrics",
         "chrf",
-        "bertscore",
-        "bertscore_p",
+        f"bertscore=bertscore:model={tiny_encoder},layer=1",  # LABEL=SPEC: the table names it bertscore
+        f"bertscore_p=bertscore_p:model={tiny_encoder},layer=1",
         "--group",
         "lp",
         "--bootstrap",
         "0",
-        "--bertscore-model",
-        str(tiny_encoder),
-        "--bertscore-layer",
-        "1",
     ]
     assert main(args) == 0
     out = capsys.readouterr().out

@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 from scipy import stats
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 
 
 def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, capsys, write_csv):
@@ -118,6 +118,8 @@ def test_console_script_quickstart(tmp_path):
     assert re.search(r"^candidate\s+quickstart\s+bleu\s+chrf\s+bertscore$", out, re.M)
     assert re.search(r"^The cat is not on the mat\.\s+-?\d\.\d{4}\s+50\.0000", out, re.M)  # BLEU of the negated example
     assert re.search(r"^chrf\s+all\s", out, re.M) and "Kendall tau between severity and mean drop" in out
+    for noise in ("Tip:", "litlogger", "GPU available", "TPU available", "deprecated", "Warning"):
+        assert noise not in out + proc.stderr, noise  # other packages' tips and warnings stay out (--verbose)
     folder = str(tmp_path / "ck" / "quickstart")
     score = "score(mt=['a cat'], ref=['the cat']).scores"
     code = f"from lightning_metrics import load_metric; print(load_metric({folder!r}).{score})"
@@ -162,8 +164,8 @@ def test_a_config_with_a_yaml_syntax_error_names_file_line_and_column(tmp_path, 
 
 def _range_cases():
     """(command, argv, option, range) for every ranged option of every subcommand, with a value just outside it."""
-    from lightning_metrics.cli import COMMANDS
-    from lightning_metrics.cli_ranges import range_of
+    from lightning_metrics.cli.main import COMMANDS
+    from lightning_metrics.cli.ranges import range_of
 
     cases = []
     for command, (make, _, _) in COMMANDS.items():
@@ -221,3 +223,48 @@ def test_a_parse_error_is_one_line_naming_the_option_not_the_usage_text(capsys, 
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"{line} (lightning-metrics {argv[0]} --help lists the options)"]
+
+
+def _lines(tmp_path, text: str, name: str) -> str:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return str(tmp_path / name)
+
+
+def test_the_doors_that_used_to_end_in_a_traceback(tmp_path, capsys, monkeypatch):
+    """A missing device, a path of the wrong kind, a cache that is a file and too few systems: each is
+    one line naming the option or file, the path or column, and the problem; nothing is written."""
+    import torch
+
+    hyp = _lines(tmp_path, "the cat sat\na dog ran\n", "a.txt")
+    ref = _lines(tmp_path, "the cat sat\nthe dog ran\n", "ref.txt")
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    cases = [
+        (["score", "--model", "chrf", "-t", hyp, "-r", ref, "--json", str(tmp_path / "a-folder")],
+         "--json", "is a folder, but a file is written there"),
+        (["export", "--ensemble", "chrf", "--data", ref, "--out", str(tmp_path / "a-file")],
+         "--out", "is a file, but a folder is written there"),
+        (["score", "--model", "chrf", "-t", hyp, "-r", ref, "--json", str(tmp_path / "a-file" / "s.json")],
+         "--json", "a-file is a file, so nothing can be written inside it"),
+        (["compare", "--model", "chrf", "-t", hyp, "-r", ref], "-t", "a comparison needs two or more"),
+    ]  # fmt: skip
+    if not torch.cuda.is_available():
+        cases.append((["score", "--model", "chrf", "-t", hyp, "-r", ref, "--device", "cuda"], "--device cuda",
+                      "this machine has no CUDA device"))  # fmt: skip
+    for argv, option, problem in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and option in err and problem in err, err
+    table = _lines(tmp_path, "system,mt,ref,seg_id\nA,a cat,the cat,1\nA,a dog,the dog,2\n", "one-system.csv")
+    assert main(["compare", "--model", "chrf", "--data", table]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {table}: found 1 system ('A') (column 'system'); a comparison needs two or more"
+    candidates = _lines(tmp_path, "a cat\na dog\n", "cands.txt")
+    assert main(["rerank", "--model", "chrf", "-t", candidates, "--num-candidates", "1"]) == 2
+    assert (
+        "1 candidate per source (--num-candidates 1); minimum Bayes risk needs two or more" in capsys.readouterr().err
+    )
+    monkeypatch.setenv("LIGHTNING_METRICS_CACHE", str(tmp_path / "a-file"))
+    assert main(["probe", "--metric", "chrf", "--n", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "LIGHTNING_METRICS_CACHE" in err and "is a file" in err, err

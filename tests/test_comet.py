@@ -9,12 +9,12 @@ import pytorch_lightning as pl
 import torch
 from scipy import stats
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.correlation import darr_kendall
 from lightning_metrics.data.batching import SentencesCollate
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.data.ranking import RankingDataModule, relative_ranks
-from lightning_metrics.encoders import load_tokenizer
+from lightning_metrics.encoders.loading import load_tokenizer
 from lightning_metrics.models import CometEstimator, CometRanker, CometReferenceless
 from lightning_metrics.models.modules import LayerMix
 from lightning_metrics.models.ranking import ranking_score
@@ -58,8 +58,8 @@ def da_pairs(tmp_path_factory, write_csv):
 
 
 def test_feature_widths_and_layout(tiny_encoder):
-    estimator = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,))
-    free = CometReferenceless(encoder=str(tiny_encoder), hidden_sizes=(16,))
+    estimator = CometEstimator(encoder=str(tiny_encoder), head={"hidden_sizes": (16,)})
+    free = CometReferenceless(encoder=str(tiny_encoder), head={"hidden_sizes": (16,)})
     h = estimator.hidden_size
     assert estimator.head[0].in_features == 6 * h
     assert free.head[0].in_features == 4 * h
@@ -112,7 +112,7 @@ def test_each_unique_sentence_is_encoded_once(tiny_encoder):
     for field in ("src", "mt", "ref"):
         for row, position in zip(rows, batch["positions"][field].tolist()):
             assert sequences[position] == tok(row[field])["input_ids"]
-    model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,)).eval()
+    model = CometEstimator(encoder=str(tiny_encoder), head={"hidden_sizes": (16,)}).eval()
     with torch.no_grad():
         together = model(batch)
         alone = torch.cat(
@@ -126,16 +126,15 @@ def test_overfits_64_rows(tiny_encoder, ratings, family):
     pl.seed_everything(0)
     model = family(
         encoder=str(tiny_encoder),
-        hidden_sizes=(64,),
-        lr_encoder=3e-3,
-        lr_head=3e-3,
-        layerwise_decay=1.0,
-        warmup_ratio=0.0,
-        dropout=0.0,
-        weight_decay=0.0,
+        head={"hidden_sizes": (64,), "dropout": 0.0},
+        optim={"lr_encoder": 3e-3, "lr_head": 3e-3, "layerwise_decay": 1.0, "warmup_ratio": 0.0, "weight_decay": 0.0},
     )
     dm = RatingsDataModule(
-        train=str(ratings["64"]), val=str(ratings["64"]), encoder=str(tiny_encoder), batch_size=16, **model.batch_layout
+        train=str(ratings["64"]),
+        val=str(ratings["64"]),
+        encoder=str(tiny_encoder),
+        batches={"batch_size": 16},
+        layout=model.batch_layout,
     )
     t = trainer(max_epochs=60, check_val_every_n_epoch=60)
     t.fit(model, dm)
@@ -150,14 +149,12 @@ def test_overfits_64_rows(tiny_encoder, ratings, family):
 
 def test_ranker_overfits_darr_pairs(tiny_encoder, da_pairs):
     pl.seed_everything(0)
-    dm = RankingDataModule(train=str(da_pairs), val=str(da_pairs), encoder=str(tiny_encoder), batch_size=16)
+    dm = RankingDataModule(
+        train=str(da_pairs), val=str(da_pairs), encoder=str(tiny_encoder), batches={"batch_size": 16}
+    )
     model = CometRanker(
         encoder=str(tiny_encoder),
-        lr_encoder=3e-3,
-        lr_head=3e-3,
-        layerwise_decay=1.0,
-        warmup_ratio=0.0,
-        weight_decay=0.0,
+        optim={"lr_encoder": 3e-3, "lr_head": 3e-3, "layerwise_decay": 1.0, "warmup_ratio": 0.0, "weight_decay": 0.0},
     )
     untrained = trainer().validate(model, dm, verbose=False)[0]["val_kendall"]
     t = trainer(max_epochs=40, check_val_every_n_epoch=40)
@@ -215,14 +212,12 @@ def test_ranker_learns_synthetic_severity(tiny_encoder, tmp_path, write_csv):
     pl.seed_everything(0)
     dm = RankingDataModule(
         train=str(tmp_path / "syn"),
-        val_fraction=0.25,
-        val_split_by="sentence_id",
-        score_column="score",
-        threshold=0.1,
+        split={"fraction": 0.25, "by": "sentence_id"},
+        pairs={"score_column": "score", "threshold": 0.1},
         encoder=str(tiny_encoder),
-        batch_size=16,
+        batches={"batch_size": 16},
     )
-    model = CometRanker(encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3, warmup_ratio=0.0)
+    model = CometRanker(encoder=str(tiny_encoder), optim={"lr_encoder": 1e-3, "lr_head": 1e-3, "warmup_ratio": 0.0})
     dm.setup("fit")
     loss_before = _mean_triplet_loss(model, dm)
     t = trainer(max_epochs=8, check_val_every_n_epoch=8)
@@ -267,10 +262,9 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
             "class_path": "lightning_metrics.models.CometEstimator",
             "init_args": {
                 "encoder": str(tiny_encoder),
-                "lr_encoder": 1e-3,
-                "lr_head": 1e-3,
-                "hidden_sizes": [32],
-                "layer_transform": "sparsemax",
+                "optim": {"lr_encoder": 1e-3, "lr_head": 1e-3},
+                "head": {"hidden_sizes": [32]},
+                "readout": {"layer_transform": "sparsemax"},
             },
         },
         "data": {
@@ -279,7 +273,7 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
                 "train": str(ratings["train"]),
                 "val": str(ratings["val"]),
                 "encoder": str(tiny_encoder),
-                "batch_size": 8,
+                "batches": {"batch_size": 8},
             },
         },
         "trainer": {
@@ -315,8 +309,8 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
         train=str(ratings["train"]),
         val=str(ratings["val"]),
         encoder=str(tiny_encoder),
-        batch_size=8,
-        **model.batch_layout,
+        batches={"batch_size": 8},
+        layout=model.batch_layout,
     )
     single = trainer(accelerator="cpu", devices=1).validate(model, dm, verbose=False)[0]["val_kendall"]
     assert single == pytest.approx(ddp_kendall, abs=1e-6)

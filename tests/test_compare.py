@@ -11,10 +11,10 @@ import pytest
 from conftest import SHARED_DATA
 from scipy import stats
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
+from lightning_metrics.evaluation.significance import compare_systems
 from lightning_metrics.metrics import load_metric
 from lightning_metrics.metrics.systems import paired_systems_from_table, score_systems
-from lightning_metrics.significance import compare_systems
 
 MQM = SHARED_DATA / "wmt21_mqm_newstest.csv"
 

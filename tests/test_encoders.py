@@ -2,7 +2,7 @@
 
 import pytest
 
-from lightning_metrics.encoders import default_encoder_path, load_encoder
+from lightning_metrics.encoders.loading import default_encoder_path, load_encoder
 from lightning_metrics.errors import EncoderNotFoundError
 
 

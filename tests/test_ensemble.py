@@ -8,10 +8,10 @@ import pytest
 import pytorch_lightning as pl
 
 from lightning_metrics import load_metric
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.data.modules import RatingsDataModule
-from lightning_metrics.export import export_checkpoint
 from lightning_metrics.models import CometEstimator
+from lightning_metrics.training.export import export_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +25,16 @@ def members(tmp_path_factory, tiny_encoder, document_rows, write_csv):
         pl.seed_everything(0)
         model = CometEstimator(
             encoder=str(tiny_encoder),
-            hidden_sizes=(16,),
-            nr_frozen_epochs=1.0,
-            keep_embeddings_frozen=True,
-            lr_head=1e-2,
-            layer_mix=False,
+            head={"hidden_sizes": (16,)},
+            optim={"nr_frozen_epochs": 1.0, "keep_embeddings_frozen": True, "lr_head": 1e-2},
+            readout={"layer_mix": False},
         )
         dm = RatingsDataModule(
-            train=str(data), val_fraction=0.2, encoder=str(tiny_encoder), batch_size=8, **model.batch_layout
+            train=str(data),
+            split={"fraction": 0.2},
+            encoder=str(tiny_encoder),
+            batches={"batch_size": 8},
+            layout=model.batch_layout,
         )
         trainer = pl.Trainer(
             max_epochs=1,
@@ -107,7 +109,7 @@ def test_ensemble_requests_fail_in_one_line(members, tmp_path, capsys):
         (["--ensemble", str(a), str(a), "--data", str(data), "--out", str(tmp_path / "x")], "NAME=FOLDER"),
         (
             ["--ensemble", str(a), f"mine={tmp_path}", "--data", str(data), "--out", str(tmp_path / "x")],
-            "is not an exported metric folder",
+            "not an exported metric folder",
         ),
     ):
         assert main(["export", *args]) == 2

@@ -12,11 +12,11 @@ import pytorch_lightning as pl
 import torch
 
 from lightning_metrics import load_metric
-from lightning_metrics.artifact import _manifest_of
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.models import BleurtRegressor
+from lightning_metrics.storage.artifact import _manifest_of
 
 MT = ["The cat sat on the mat.", "A dog ran fast.", "She left her umbrella on the bus.", "Prices went up."]
 REF = [
@@ -32,8 +32,8 @@ def trained(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     folder = tmp_path_factory.mktemp("trained")
     data = write_csv(folder / "r.csv", da_rows[:48])
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16)
-    model = BleurtRegressor(encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3)
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batches={"batch_size": 16})
+    model = BleurtRegressor(encoder=str(tiny_encoder), optim={"lr_encoder": 1e-3, "lr_head": 1e-3})
     trainer = pl.Trainer(
         max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
     )
@@ -178,16 +178,18 @@ def test_l2_to_start_pulls_the_weights_back_to_the_start(trained, tmp_path, tiny
     drift = {}
     for strength in (0.0, 10.0):
         pl.seed_everything(0)
-        model = BleurtRegressor(encoder=str(tiny_encoder), init_from=str(out), l2_to_start=strength, lr_head=1e-2)
+        model = BleurtRegressor(
+            encoder=str(tiny_encoder), init_from=str(out), objective={"l2_to_start": strength}, optim={"lr_head": 1e-2}
+        )
         if strength:
             assert model.distance_to_start().item() == 0.0
         trainer = pl.Trainer(max_steps=8, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                              enable_model_summary=False, limit_val_batches=0)  # fmt: skip
-        dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16)
+        dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batches={"batch_size": 16})
         trainer.fit(model, dm)
         start = load_metric(str(out)).model.state_dict()
         drift[strength] = sum((v.float() - start[k].float()).pow(2).sum().item()
                               for k, v in model.state_dict().items() if k.startswith("head."))  # fmt: skip
     assert drift[10.0] < 0.5 * drift[0.0]
     with pytest.raises(LightningMetricsError, match="l2_to_start needs model.init_from"):
-        BleurtRegressor(encoder=str(tiny_encoder), l2_to_start=1.0).distance_to_start()
+        BleurtRegressor(encoder=str(tiny_encoder), objective={"l2_to_start": 1.0}).distance_to_start()

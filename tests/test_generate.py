@@ -11,7 +11,7 @@ import pytest
 from data_gen import wordnet
 from data_gen.pipeline import Recipe, generate, load_recipe
 from data_gen.probe import probe
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.metrics import score_many
 
 REPO = Path(__file__).resolve().parents[1]

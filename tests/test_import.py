@@ -236,7 +236,7 @@ def test_readme_workflow_import_score_finetune_export_score(tmp_path, tiny_encod
 
     command = shlex.split(printed[-1].replace("RATINGS", "ratings.csv").replace(" configs/", f" {REPO}/configs/"))[1:]
     (tmp_path / "run.yaml").write_text("trainer:\n  default_root_dir: runs/in-house\n", encoding="utf-8")
-    fit = lm(tmp_path, *command, "--config", "run.yaml", "--data.init_args.val_fraction", "0.3", *TINY_RUN)
+    fit = lm(tmp_path, *command, "--config", "run.yaml", "--data.init_args.split.fraction", "0.3", *TINY_RUN)
     ok(fit)
     assert "do not fit this model" not in fit.stderr  # the printed architecture takes every weight
     ckpt = "runs/in-house/lightning_logs/version_0/checkpoints/last.ckpt"

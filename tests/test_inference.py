@@ -8,8 +8,8 @@ import pytest
 from conftest import export_tiny
 
 from lightning_metrics import load_metric
+from lightning_metrics.encoders.inference import batch_limits, length_batches, resolve_precision
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.inference import batch_limits, length_batches, resolve_precision
 from lightning_metrics.models import BleurtRegressor, CometEstimator
 
 
@@ -43,10 +43,10 @@ def metrics(tmp_path_factory, tiny_encoder, da_rows, write_csv):
     folder = tmp_path_factory.mktemp("precision")
     data = write_csv(folder / "r.csv", da_rows[:48])
     comet = export_tiny(
-        CometEstimator(encoder=str(tiny_encoder), hidden_sizes=[16]), tiny_encoder, data, folder, "comet"
+        CometEstimator(encoder=str(tiny_encoder), head={"hidden_sizes": [16]}), tiny_encoder, data, folder, "comet"
     )
     bleurt = export_tiny(
-        BleurtRegressor(encoder=str(tiny_encoder), hidden_sizes=[16]), tiny_encoder, data, folder, "bleurt"
+        BleurtRegressor(encoder=str(tiny_encoder), head={"hidden_sizes": [16]}), tiny_encoder, data, folder, "bleurt"
     )
     return {"comet": comet, "bleurt": bleurt}
 

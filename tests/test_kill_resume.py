@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from fault_points import final_weights, kill_config, run_fit
+from conftest import REPO
 
-from lightning_metrics.cli import main
+sys.path.insert(0, str(REPO / "benchmarks"))
+from fault_points import final_weights, kill_config, run_fit  # noqa: E402
+
+from lightning_metrics.cli.main import main
 
 # a seeded schedule of kill points: (strategy, phase, where). Steps: 48 rows / batch 8 = 6 batches
 # an epoch in one process (3 per rank under DDP), 2 epochs, validation every half epoch,
@@ -38,11 +42,15 @@ def small_ratings(tmp_path_factory, da_rows, write_csv):
 def _config(folder: Path, encoder: Path, ratings, strategy: str, callbacks=(), plugins=None) -> Path:
     model = {
         "class_path": "lightning_metrics.models.BleurtRegressor",
-        "init_args": {"encoder": str(encoder), "lr_encoder": 1e-3, "lr_head": 1e-3, "dropout": 0.1},
+        "init_args": {
+            "encoder": str(encoder),
+            "optim": {"lr_encoder": 1e-3, "lr_head": 1e-3},
+            "head": {"dropout": 0.1},
+        },
     }
     data = {
         "class_path": "lightning_metrics.data.modules.RatingsDataModule",
-        "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batch_size": 8},
+        "init_args": {"train": str(ratings[0]), "val": str(ratings[1]), "batches": {"batch_size": 8}},
     }
     return kill_config(folder, model, data, every=2, strategy=strategy, callbacks=callbacks, plugins=plugins)
 
@@ -101,14 +109,14 @@ def test_unusable_ckpt_path_is_one_line(tmp_path, tiny_encoder, small_ratings, c
     other_family = tmp_path / "other-family.yaml"
     other_family.write_text(json.dumps(other))
     wider = json.loads(config.read_text())
-    wider["model"]["init_args"]["hidden_sizes"] = [64]
+    wider["model"]["init_args"]["head"]["hidden_sizes"] = [64]
     other_config = tmp_path / "other-config.yaml"
     other_config.write_text(json.dumps(wider))
     cases = [
         (config, tmp_path / "missing.ckpt", "checkpoint file not found"),
         (config, truncated, "not a readable Lightning checkpoint"),
         (other_family, good, "checkpoint of BleurtRegressor, but the config trains CometEstimator"),
-        (other_config, good, "another model config (hidden_sizes"),
+        (other_config, good, "another model config (head"),
     ]
     for cfg, ckpt, message in cases:
         capsys.readouterr()

@@ -4,7 +4,7 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from lightning_metrics import lexical
+from lightning_metrics.baselines import lexical
 
 HYP = "it is a guide to action which ensures that the military always obeys the commands of the party"
 REF = "it is a guide to action that ensures that the military will forever heed party commands"

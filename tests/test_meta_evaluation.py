@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import export_tiny
 
-from lightning_metrics.cli import main
-from lightning_metrics.evaluate import evaluate
+from lightning_metrics.cli.main import main
+from lightning_metrics.evaluation.evaluate import evaluate
 from lightning_metrics.models import CometReferenceless
 
 

@@ -8,7 +8,7 @@ import pytest
 import sacrebleu
 from conftest import export_tiny
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.metrics import load_metric
 from lightning_metrics.models import CometEstimator
 

@@ -2,8 +2,8 @@
 
 import csv
 
-from lightning_metrics.cli import main
-from lightning_metrics.plots import read_metrics_csv
+from lightning_metrics.cli.main import main
+from lightning_metrics.evaluation.plots import read_metrics_csv
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

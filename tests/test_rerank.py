@@ -8,10 +8,10 @@ import json
 import pytest
 from conftest import export_tiny
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.metrics import load_metric
+from lightning_metrics.metrics.rerank import rerank
 from lightning_metrics.models import CometReferenceless
-from lightning_metrics.rerank import rerank
 
 REFS = [
     "the cat sat on the mat near the door",
@@ -149,7 +149,7 @@ def test_chunks_keep_each_sources_pairs_together():
 
 def test_a_mapped_source_id_column_must_exist(tmp_path, capsys):
     """--source-id-col names the grouping column: when it is absent, the file's own source_id is not used silently."""
-    from lightning_metrics.cli import main
+    from lightning_metrics.cli.main import main
 
     (tmp_path / "c.csv").write_text("source_id,mt,src\n0,a,x\n0,b,x\n1,c,y\n1,d,y\n", encoding="utf-8")
     assert (

@@ -9,7 +9,7 @@ import logging
 import pytest
 from conftest import build_tiny_encoder, export_tiny
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import InputError
 from lightning_metrics.metrics import load_metric
@@ -84,7 +84,7 @@ def test_max_length_above_the_encoders_limit_is_one_line(exports, tmp_path, caps
 
 def test_training_data_counts_truncated_rows(tiny_encoder, da_rows, write_csv, tmp_path, caplog):
     data = write_csv(tmp_path / "r.csv", da_rows[:40])
-    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), max_length=24)
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batches={"max_length": 24})
     dm.setup("fit")
     tok = dm.tokenizer
     expected = sum(len(tok(r, m)["input_ids"]) > 24 for m, r in zip(dm.train_rows["mt"], dm.train_rows["ref"]))
@@ -103,7 +103,9 @@ def dropout_exports(tmp_path_factory, da_rows, write_csv):
     out = {}
     for p in (0.0, 0.1):
         encoder = build_tiny_encoder(folder / f"enc-{p}", dropout=p)
-        out[p] = export_tiny(CometEstimator(encoder=str(encoder), dropout=p), encoder, data, folder, f"est-{p}")
+        out[p] = export_tiny(
+            CometEstimator(encoder=str(encoder), head={"dropout": p}), encoder, data, folder, f"est-{p}"
+        )
     return out
 
 
@@ -144,3 +146,28 @@ def test_mc_dropout_std_is_zero_without_dropout_and_positive_with_it(dropout_exp
     assert system["std"] == pytest.approx(first.extra["std"], abs=1e-6) and "std:" in capsys.readouterr().out
     assert main(["score", "--model", "chrf", *files, "--mc-dropout", "4"]) != 0
     assert "chrf has no dropout" in capsys.readouterr().err
+
+
+def test_an_export_scores_with_the_max_length_it_was_trained_with(tiny_encoder, da_rows, write_csv, tmp_path):
+    """metric.json records the training max_length; scoring uses it unless --max-length says otherwise."""
+    import json
+
+    import pytorch_lightning as pl
+
+    from lightning_metrics.training.export import export_checkpoint
+
+    data = write_csv(tmp_path / "r.csv", da_rows[:16])
+    pl.seed_everything(0)
+    model = BleurtRegressor(encoder=str(tiny_encoder))
+    dm = RatingsDataModule(train=str(data), val=str(data), encoder=str(tiny_encoder), batches={"max_length": 24})
+    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, limit_val_batches=0)  # fmt: skip
+    trainer.fit(model, dm)
+    trainer.save_checkpoint(tmp_path / "m.ckpt")
+    folder = export_checkpoint(tmp_path / "m.ckpt", tmp_path / "m")
+    assert json.loads((folder / "metric.json").read_text())["max_length"] == 24
+    metric = load_metric(str(folder))
+    assert metric.max_length == 24
+    assert metric.score(mt=MT, ref=REF).scores == load_metric(str(folder), max_length=24).score(mt=MT, ref=REF).scores
+    assert metric.truncated > 0  # the long rows are cut where training cut them
+    assert load_metric(str(folder), max_length=100).max_length == 100  # an explicit value wins

@@ -10,21 +10,25 @@ import pytorch_lightning as pl
 import torch
 
 from lightning_metrics import load_metric
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.data.batching import SentencesCollate
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.export import ExportBest, export_checkpoint
 from lightning_metrics.metrics import learned as scorer_module
 from lightning_metrics.metrics.systems import score_systems
 from lightning_metrics.models import CometEstimator, CometReferenceless
+from lightning_metrics.training.export import ExportBest, export_checkpoint
 
 
 def _fit(family, tiny_encoder, data, out, callbacks=()):
     pl.seed_everything(0)
-    model = family(encoder=str(tiny_encoder), hidden_sizes=(32,), lr_encoder=1e-3, lr_head=1e-3)
+    model = family(encoder=str(tiny_encoder), head={"hidden_sizes": (32,)}, optim={"lr_encoder": 1e-3, "lr_head": 1e-3})
     dm = RatingsDataModule(
-        train=str(data), val=str(data), encoder=str(tiny_encoder), batch_size=16, **model.batch_layout
+        train=str(data),
+        val=str(data),
+        encoder=str(tiny_encoder),
+        batches={"batch_size": 16},
+        layout=model.batch_layout,
     )
     saver = pl.callbacks.ModelCheckpoint(dirpath=out / "ckpt", monitor="val_kendall", mode="max", save_last=True)
     trainer = pl.Trainer(
@@ -140,7 +144,8 @@ def test_pairs_are_cut_as_bert_and_bleurt_cut_them(tiny_encoder, tmp_path, ref_w
     TF and its BLEURT-20 port): pop the last token of the longer side, of the mt on a tie."""
     from transformers import AutoTokenizer, BertTokenizerFast
 
-    from lightning_metrics.data.batching import CrossEncoderCollate, encode_pairs
+    from lightning_metrics.data.batching import CrossEncoderCollate
+    from lightning_metrics.encoders.sequences import encode_pairs
 
     vocab = sorted(AutoTokenizer.from_pretrained(tiny_encoder).get_vocab().items(), key=lambda kv: kv[1])
     (tmp_path / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")

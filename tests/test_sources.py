@@ -12,7 +12,7 @@ from lightning_metrics.data.batching import SourceGroupSampler
 from lightning_metrics.data.modules import RatingsDataModule
 from lightning_metrics.data.sources import normalise_scores, parallel_corpus, row_weights
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.export import _data_line
+from lightning_metrics.training.export import _data_line
 
 
 def test_z_normalisation_per_group_uses_training_statistics():
@@ -94,9 +94,8 @@ def test_mixed_sources_are_normalised_split_and_recorded(two_sources, tiny_encod
     da, mqm = two_sources
     dm = RatingsDataModule(
         train=[{"path": str(da), "name": "da"}, {"path": str(mqm), "name": "mqm", "split_by": "seg_id", "weight": 0.5}],
-        normalise="rank",
-        weight_by="annotators",
-        val_fraction=0.2,
+        ratings={"normalise": "rank", "weight_by": "annotators"},
+        split={"fraction": 0.2},
         encoder=str(tiny_encoder),
     )
     dm.setup("fit")
@@ -131,7 +130,7 @@ def test_mixed_sources_are_normalised_split_and_recorded(two_sources, tiny_encod
 
 def test_one_source_stays_as_it_was(two_sources, tiny_encoder):
     da, _ = two_sources
-    dm = RatingsDataModule(train=str(da), val_fraction=0.2, encoder=str(tiny_encoder))
+    dm = RatingsDataModule(train=str(da), split={"fraction": 0.2}, encoder=str(tiny_encoder))
     dm.setup("fit")
     assert dm.lp_names == ["de-en"] and "score_raw" not in dm.train_rows and set(dm.train_rows["weight"]) == {1.0}
 
@@ -203,8 +202,8 @@ def test_a_checkpoint_is_chosen_on_one_source_alone(two_sources, tiny_encoder, t
     epoch whose DA dev pairs rank best, whatever the MQM pairs did."""
     import pytorch_lightning as pl
 
-    from lightning_metrics.export import ExportBest
     from lightning_metrics.models import CometEstimator
+    from lightning_metrics.training.export import ExportBest
 
     class Record(pl.Callback):
         def __init__(self):
@@ -216,13 +215,15 @@ def test_a_checkpoint_is_chosen_on_one_source_alone(two_sources, tiny_encoder, t
 
     da, mqm = two_sources
     pl.seed_everything(0)
-    model = CometEstimator(encoder=str(tiny_encoder), hidden_sizes=(16,), lr_encoder=3e-4, lr_head=3e-4)
+    model = CometEstimator(
+        encoder=str(tiny_encoder), head={"hidden_sizes": (16,)}, optim={"lr_encoder": 3e-4, "lr_head": 3e-4}
+    )
     dm = RatingsDataModule(
         train=[{"path": str(da), "name": "da"}, {"path": str(mqm), "name": "mqm", "split_by": "seg_id"}],
-        val_fraction=0.3,
-        batch_size=8,
+        split={"fraction": 0.3},
+        batches={"batch_size": 8},
         encoder=str(tiny_encoder),
-        **model.batch_layout,
+        layout=model.batch_layout,
     )
     saver = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_kendall/da", mode="max")
     record = Record()

@@ -13,7 +13,7 @@ import pytorch_lightning as pl
 import torch
 from scipy import stats
 
-from lightning_metrics.cli import main
+from lightning_metrics.cli.main import main
 from lightning_metrics.data.modules import PretrainDataModule, RatingsDataModule
 from lightning_metrics.models import BleurtRegressor
 
@@ -44,15 +44,13 @@ def trainer(**kwargs):
 
 def test_overfits_64_rows(tiny_encoder, ratings):
     pl.seed_everything(0)
-    dm = RatingsDataModule(train=str(ratings["64"]), val=str(ratings["64"]), encoder=str(tiny_encoder), batch_size=16)
+    dm = RatingsDataModule(
+        train=str(ratings["64"]), val=str(ratings["64"]), encoder=str(tiny_encoder), batches={"batch_size": 16}
+    )
     model = BleurtRegressor(
         encoder=str(tiny_encoder),
-        lr_encoder=3e-3,
-        lr_head=3e-3,
-        layerwise_decay=1.0,
-        warmup_ratio=0.0,
-        dropout=0.0,
-        weight_decay=0.0,
+        head={"dropout": 0.0},
+        optim={"lr_encoder": 3e-3, "lr_head": 3e-3, "layerwise_decay": 1.0, "warmup_ratio": 0.0, "weight_decay": 0.0},
     )
     t = trainer(max_epochs=60, check_val_every_n_epoch=60)
     t.fit(model, dm)
@@ -66,7 +64,9 @@ def test_overfits_64_rows(tiny_encoder, ratings):
 
 
 def test_layerwise_learning_rates(tiny_encoder):
-    model = BleurtRegressor(encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=5e-3, layerwise_decay=0.5)
+    model = BleurtRegressor(
+        encoder=str(tiny_encoder), optim={"lr_encoder": 1e-3, "lr_head": 5e-3, "layerwise_decay": 0.5}
+    )
     lr_of = {}
     for group in model.parameter_groups():
         for p in group["params"]:
@@ -76,7 +76,7 @@ def test_layerwise_learning_rates(tiny_encoder):
     assert lr_of[id(named["encoder.encoder.layer.0.attention.self.query.weight"])] == pytest.approx(1e-3 * 0.5)
     assert lr_of[id(named["encoder.encoder.layer.1.output.dense.weight"])] == pytest.approx(1e-3)
     assert lr_of[id(named["head.0.weight"])] == lr_of[id(named["layer_mix.weights"])] == 5e-3
-    frozen = BleurtRegressor(encoder=str(tiny_encoder), keep_embeddings_frozen=True)
+    frozen = BleurtRegressor(encoder=str(tiny_encoder), optim={"keep_embeddings_frozen": True})
     optimised = {id(p) for g in frozen.parameter_groups() for p in g["params"]}
     assert id(dict(frozen.named_parameters())["encoder.embeddings.word_embeddings.weight"]) not in optimised
 
@@ -85,10 +85,10 @@ def test_layerwise_learning_rates(tiny_encoder):
 def test_encoder_freezing(tiny_encoder, ratings, frozen_epochs, encoder_moves):
     pl.seed_everything(0)
     dm = RatingsDataModule(
-        train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=16
+        train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batches={"batch_size": 16}
     )
     model = BleurtRegressor(
-        encoder=str(tiny_encoder), nr_frozen_epochs=frozen_epochs, lr_encoder=1e-2, warmup_ratio=0.0
+        encoder=str(tiny_encoder), optim={"nr_frozen_epochs": frozen_epochs, "lr_encoder": 1e-2, "warmup_ratio": 0.0}
     )
     before = {k: v.clone() for k, v in model.state_dict().items()}
     trainer(max_epochs=1, limit_val_batches=0).fit(model, dm)
@@ -100,7 +100,7 @@ def test_encoder_freezing(tiny_encoder, ratings, frozen_epochs, encoder_moves):
 
 def test_document_split_keeps_documents_whole(da_rows, tmp_path, tiny_encoder, write_csv):
     path = write_csv(tmp_path / "r.csv", da_rows)
-    dm = RatingsDataModule(train=str(path), val_fraction=0.2, encoder=str(tiny_encoder))
+    dm = RatingsDataModule(train=str(path), split={"fraction": 0.2}, encoder=str(tiny_encoder))
     dm.setup("fit")
     train_docs = {(lp, d) for lp, d in zip(dm.train_rows["lp"], dm.train_rows["doc_id"])}
     val_docs = {(lp, d) for lp, d in zip(dm.val_rows["lp"], dm.val_rows["doc_id"])}
@@ -123,9 +123,13 @@ def test_pretrain_then_finetune_from_checkpoint(tiny_encoder, ratings, tmp_path)
     write_dataset(generate(refs, recipe, pairs_per_sentence=3, seed=0, progress=False), tmp_path / "syn", (0, 1), {})
     targets = ["score", "bleu", "chrf", "rougeL"]
     dm = PretrainDataModule(
-        data=str(tmp_path / "syn"), val_fraction=0.2, encoder=str(tiny_encoder), targets=targets, batch_size=8
+        data=str(tmp_path / "syn"),
+        val_fraction=0.2,
+        encoder=str(tiny_encoder),
+        targets=targets,
+        batches={"batch_size": 8},
     )
-    model = BleurtRegressor(encoder=str(tiny_encoder), targets=targets, loss_weights={"score": 2.0})
+    model = BleurtRegressor(encoder=str(tiny_encoder), targets=targets, objective={"loss_weights": {"score": 2.0}})
     t = trainer(max_epochs=1, default_root_dir=tmp_path)
     t.fit(model, dm)
     assert model.target_mean[1] == pytest.approx(np.mean(dm.train_rows["bleu"]), rel=1e-5)
@@ -144,7 +148,7 @@ def _config(tmp_path, tiny_encoder, ratings, **trainer_overrides):
         "seed_everything": 0,
         "model": {
             "class_path": "lightning_metrics.models.BleurtRegressor",
-            "init_args": {"encoder": str(tiny_encoder), "lr_encoder": 1e-3, "lr_head": 1e-3},
+            "init_args": {"encoder": str(tiny_encoder), "optim": {"lr_encoder": 1e-3, "lr_head": 1e-3}},
         },
         "data": {
             "class_path": "lightning_metrics.data.modules.RatingsDataModule",
@@ -152,7 +156,7 @@ def _config(tmp_path, tiny_encoder, ratings, **trainer_overrides):
                 "train": str(ratings["train"]),
                 "val": str(ratings["val"]),
                 "encoder": str(tiny_encoder),
-                "batch_size": 8,
+                "batches": {"batch_size": 8},
             },
         },
         "trainer": {
@@ -244,7 +248,7 @@ def test_ddp_validation_equals_single_process(tiny_encoder, ratings, tmp_path):
     ddp_kendall = float(logged[-1]["val_kendall"])
     model = BleurtRegressor.load_from_checkpoint(tmp_path / "ckpt" / "last.ckpt", weights_only=True)
     dm = RatingsDataModule(
-        train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batch_size=8
+        train=str(ratings["train"]), val=str(ratings["val"]), encoder=str(tiny_encoder), batches={"batch_size": 8}
     )
     single = trainer(accelerator="cpu", devices=1).validate(model, dm, verbose=False)[0]["val_kendall"]
     assert single == pytest.approx(ddp_kendall, abs=1e-6)
@@ -296,7 +300,7 @@ def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, rat
     assert a.keys() == b.keys()
     pl.seed_everything(0)
     start = BleurtRegressor(
-        encoder=str(tiny_encoder), lr_encoder=1e-3, lr_head=1e-3
+        encoder=str(tiny_encoder), optim={"lr_encoder": 1e-3, "lr_head": 1e-3}
     ).state_dict()  # the config's model, seeded alike
     step = max((a[k] - start[k]).abs().max().item() for k in a if k.startswith("head."))
     assert step > 1e-3  # training moved the weights far more than the tolerance below
@@ -314,13 +318,29 @@ def test_torchrun_on_two_nodes_trains_the_weights_of_ddp_spawn(tiny_encoder, rat
         ),
         (["--model.init_args.targets", "[quality]"], "missing required column 'quality'"),  # linked to the data
         (
-            ["--data.init_args.normalise", "zz"],
-            "config.yaml: data.init_args.normalise: 'zz' is not one of none, z, rank",
+            ["--data.init_args.ratings.normalise", "zz"],
+            "config.yaml: data.init_args.ratings.normalise: 'zz' is not one of none, z, rank",
         ),
-        (["--data.init_args.val_fraction", "1.5"], "config.yaml: data.init_args.val_fraction: 1.5 is outside (0, 1)"),
         (
-            ["--model.init_args.pooling", "mean"],
-            "config.yaml: model.init_args.pooling: 'mean' is not one of avg, max, cls",
+            ["--data.init_args.split.fraction", "1.5"],
+            "config.yaml: data.init_args.split.fraction: 1.5 is outside (0, 1)",
+        ),
+        (
+            ["--model.init_args.readout.pooling", "mean"],
+            "config.yaml: model.init_args.readout.pooling: 'mean' is not one of avg, max, cls",
+        ),
+        (  # a key of an earlier version, which now lives in a group
+            ["--model.init_args.lr_encoder", "1e-3"],
+            "error: the command line: model.init_args.lr_encoder is now model.init_args.optim.lr_encoder",
+        ),
+        (
+            ["--model.init_args.init_from", "/nonexistent/start.ckpt"],
+            "config.yaml: model.init_args.init_from: /nonexistent/start.ckpt: no such file or folder",
+        ),
+        (["--model.init_args.init_from", "."], "model.init_args.init_from: .: a folder, but not an exported metric"),
+        (  # raised while LightningCLI builds the model: still one line, not jsonargparse's dump
+            ["--model.init_args.encoder", "/nonexistent/encoder"],
+            "error: encoder '/nonexistent/encoder' not found; tried: local folder",
         ),
         (
             ["--data.init_args.train", "[/nonexistent/a.csv]"],
@@ -344,10 +364,35 @@ def test_bad_config_fails_before_training(tiny_encoder, ratings, tmp_path, capsy
     assert not (tmp_path / "ckpt" / "last.ckpt").exists()
 
 
+@pytest.mark.parametrize("setting", ["enable_progress_bar", "enable_checkpointing", "logger"])
+def test_an_explicit_trainer_setting_overrides_the_shared_defaults(tiny_encoder, ratings, tmp_path, capsys, setting):
+    """The shared defaults add a progress bar, a checkpoint saver and a learning-rate monitor; a config
+    that turns their setting off trains (Lightning would raise on each pair), and its output holds no
+    third-party tips or deprecation warnings."""
+    config = {
+        "model": {
+            "class_path": "lightning_metrics.models.BleurtRegressor",
+            "init_args": {"encoder": str(tiny_encoder)},
+        },
+        "data": {
+            "class_path": "lightning_metrics.data.modules.RatingsDataModule",
+            "init_args": {"train": str(ratings["train"]), "val": str(ratings["val"]), "batches": {"batch_size": 8}},
+        },
+        "trainer": {"max_steps": 2, "accelerator": "cpu", "default_root_dir": str(tmp_path), setting: False},
+    }
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+    assert main(["fit", "--config", str(tmp_path / "c.yaml")]) == 0
+    saved = list(tmp_path.rglob("*.ckpt"))
+    assert bool(saved) == (setting != "enable_checkpointing")
+    output = " ".join(capsys.readouterr())
+    for noise in ("Tip:", "litlogger", "GPU available", "deprecated", "Traceback"):
+        assert noise not in output
+
+
 def test_bf16_on_a_cpu_without_native_bf16_is_warned_about():
     import warnings
 
-    from lightning_metrics.training import _warn_slow_cpu_bf16
+    from lightning_metrics.training.lightning_cli import _warn_slow_cpu_bf16
 
     native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
     with warnings.catch_warnings(record=True) as caught:

@@ -27,7 +27,7 @@ TINY_RUN = [
     "2",
     "--trainer.accelerator",
     "cpu",
-    "--data.init_args.batch_size",
+    "--data.init_args.batches.batch_size",
     "8",
 ]
 
@@ -85,7 +85,7 @@ def test_fit_export_score_evaluate(tmp_path, tiny_encoder, ratings, config, run_
             tiny_encoder,
             "--data.init_args.train",
             "ratings.csv",
-            "--data.init_args.val_fraction",
+            "--data.init_args.split.fraction",
             "0.3",
             *TINY_RUN,
         )
@@ -173,7 +173,7 @@ def test_bleurt_pretrain_then_finetune(tmp_path, tiny_encoder, ratings):
             tiny_encoder,
             "--model.init_args.targets",
             "[score, bleu, chrf, rougeL]",
-            "--model.init_args.loss_weights",
+            "--model.init_args.objective.loss_weights",
             "{score: 2.0}",
             "--data.init_args.val_fraction",
             "0.2",
@@ -193,7 +193,7 @@ def test_bleurt_pretrain_then_finetune(tmp_path, tiny_encoder, ratings):
             pre,
             "--data.init_args.train",
             "ratings.csv",
-            "--data.init_args.val_fraction",
+            "--data.init_args.split.fraction",
             "0.3",
             *TINY_RUN,
         )

@@ -4,13 +4,14 @@ signal statistics, group ids, loaders; and the split of rows into training and v
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
+from lightning_metrics.baselines.signals import SignalSpec, compute_signals, signal_spec
 from lightning_metrics.data.batching import (
     CrossEncoderCollate,
     LengthBucketSampler,
@@ -18,58 +19,65 @@ from lightning_metrics.data.batching import (
     SentencesCollate,
     SourceGroupSampler,
 )
-from lightning_metrics.encoders import load_tokenizer
+from lightning_metrics.data.loader import ResumableLoader
+from lightning_metrics.encoders.inference import GPU_BATCH_TOKENS
+from lightning_metrics.encoders.loading import load_tokenizer
+from lightning_metrics.encoders.sequences import BatchLayout
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.inference import GPU_BATCH_TOKENS
-from lightning_metrics.resume import ResumableLoader
-from lightning_metrics.signals import SignalSpec, compute_signals
+from lightning_metrics.storage.cache import cache_dir
 from lightning_metrics.tables import n_rows
 
 log = logging.getLogger(__name__)
 
 SAMPLERS = ("length", "source")
-INPUT_FORMATS = ("cross", "sentences")  # one sequence per row, or each unique sentence encoded once
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How rows become batches: ``batch_size`` rows, ``max_length`` tokens per sequence (longer ones
+    are counted and cut), ``sampler`` ``length`` (length-bucketed batches) or ``source`` (the outputs
+    of one source together, which the pairwise loss needs), loader ``num_workers``."""
+
+    batch_size: int = 16
+    max_length: int = 256
+    sampler: str = "length"
+    num_workers: int = 0
 
 
 class MetricDataModule(pl.LightningDataModule):
     """What every data module shares: tokenizer, target statistics, group ids, signals, loaders.
 
     ``targets`` are the columns the model regresses on (the first is the metric's score).
-    ``input_format`` and ``text_fields`` are the batch layout the model reads: ``cross``
-    (:class:`CrossEncoderCollate`, one sequence per row) or ``sentences`` (:class:`SentencesCollate`)
-    over those text columns (``fit`` links them from the model; in Python pass ``**model.batch_layout``).
-    ``lp_names``/``system_names`` map the integer ids in batches back to names. ``signals``
-    (linked from a hybrid model) adds each row's signal values, computed once per distinct pair
-    and cached in ``cache_dir`` (default ``~/.cache/lightning-metrics/signals``).
+    ``layout`` (:class:`~lightning_metrics.encoders.sequences.BatchLayout`) is the batch layout the
+    model reads: ``cross`` (:class:`CrossEncoderCollate`, one sequence per row) or ``sentences``
+    (:class:`SentencesCollate`) over its text columns (``fit`` links it from the model; in Python pass
+    ``layout=model.batch_layout``). ``batches`` (:class:`Batching`) sizes the batches.
+    ``lp_names``/``system_names`` map the integer ids in batches back to names. ``signals`` (linked
+    from a hybrid model) adds each row's signal values, computed once per distinct pair and cached in
+    ``cache_dir`` (default: ``signals`` in the cache folder, :mod:`~lightning_metrics.storage.cache`).
     """
 
     def __init__(
         self,
         encoder: str = "default",
         targets: Sequence[str] = ("score",),
-        batch_size: int = 16,
-        num_workers: int = 0,
-        max_length: int = 256,
+        batches: Batching = Batching(),
         seed: int = 0,
-        sampler: str = "length",
-        signals: Optional[list[str]] = None,
-        signal_encoder: str = "default",
-        signal_layer: Optional[int] = None,
+        signals: Optional[SignalSpec] = None,
         cache_dir: Optional[str] = None,
-        input_format: str = "cross",
-        text_fields: Sequence[str] = ("mt", "ref"),
+        layout: BatchLayout = BatchLayout(),
     ):
         super().__init__()
-        if sampler not in SAMPLERS:
-            raise LightningMetricsError(f"data.sampler must be one of {SAMPLERS}, got {sampler!r}")
-        if input_format not in INPUT_FORMATS:
-            raise LightningMetricsError(f"data.input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
-        self.input_format, self.text_fields = input_format, tuple(text_fields)
-        self.encoder, self.targets = encoder, list(targets)
-        self.batch_size, self.num_workers, self.max_length, self.seed = batch_size, num_workers, max_length, seed
-        self.sampler = sampler
-        self.signal_spec = SignalSpec(tuple(signals), signal_encoder, signal_layer) if signals else None
-        self.cache_dir = cache_dir or str(Path.home() / ".cache" / "lightning-metrics" / "signals")
+        batches = batches if isinstance(batches, Batching) else Batching(**dict(batches))
+        layout = layout if isinstance(layout, BatchLayout) else BatchLayout(**dict(layout))
+        if batches.sampler not in SAMPLERS:
+            raise LightningMetricsError(f"data.batches.sampler must be one of {SAMPLERS}, got {batches.sampler!r}")
+        self.input_format, self.text_fields = layout.input_format, tuple(layout.text_fields)
+        self.encoder, self.targets, self.seed = encoder, list(targets), seed
+        self.batch_size, self.num_workers, self.max_length = batches.batch_size, batches.num_workers, batches.max_length
+        self.sampler = batches.sampler
+        self.signal_spec = signal_spec(signals)
+        self.cache_dir = cache_dir
         self.signal_mean: list[float] = []
         self.signal_std: list[float] = []
         self.train_rows: dict[str, list] = {}
@@ -110,7 +118,8 @@ class MetricDataModule(pl.LightningDataModule):
 
         n_train = len(self.train_rows["mt"])
         mt, ref = self.train_rows["mt"] + self.val_rows["mt"], self.train_rows["ref"] + self.val_rows["ref"]
-        values = compute_signals(self.signal_spec, mt, ref, self.cache_dir, num_proc=default_num_proc())
+        folder = self.cache_dir or cache_dir("signals")
+        values = compute_signals(self.signal_spec, mt, ref, folder, num_proc=default_num_proc())
         self.signal_mean = values[:n_train].mean(axis=0).tolist()
         self.signal_std = np.maximum(values[:n_train].std(axis=0), 1e-6).tolist()
         self.train_rows["signals"], self.val_rows["signals"] = list(values[:n_train]), list(values[n_train:])
@@ -131,7 +140,8 @@ class MetricDataModule(pl.LightningDataModule):
         return self._tokenizer
 
     def summary(self) -> dict:
-        """What the model was trained on, for model cards: source, row counts, language pairs."""
+        """What the model was trained on, for model cards and exports: source, row counts, language pairs,
+        and the tokens per sequence it saw (an export scores with that ``max_length`` by default)."""
         source = getattr(self, "train_path", None) or getattr(self, "data", None)
         return {
             "source": str(source),
@@ -139,10 +149,15 @@ class MetricDataModule(pl.LightningDataModule):
             "train_rows": n_rows(self.train_rows),
             "val_rows": n_rows(self.val_rows),
             "language_pairs": list(self.lp_names),
+            "max_length": self.sequence_length(),
         }
 
+    def sequence_length(self) -> int:
+        """Tokens per sequence in batches: ``max_length``, or the tokenizer's limit when smaller."""
+        return min(self.max_length, int(self.tokenizer.model_max_length))
+
     def _collate(self):
-        max_length = min(self.max_length, int(self.tokenizer.model_max_length))
+        max_length = self.sequence_length()
         ids = ({n: i for i, n in enumerate(self.lp_names)}, {n: i for i, n in enumerate(self.system_names)})
         if self.input_format == "sentences":
             group_tokens = GPU_BATCH_TOKENS if self.on_gpu else None
@@ -203,7 +218,7 @@ class MetricDataModule(pl.LightningDataModule):
         )
 
     def state_dict(self) -> dict:
-        """Saved in every checkpoint: where the training loader stands in its epoch (lightning_metrics.resume)."""
+        """Saved in every checkpoint: where the training loader stands in its epoch (data.loader)."""
         loader = getattr(self.trainer, "train_dataloader", None) if self.trainer is not None else None
         return {"train_loader": loader.state_dict()} if isinstance(loader, ResumableLoader) else {}
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import glob
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from lightning_metrics.data.base import MetricDataModule, split_by_group
+from lightning_metrics.baselines.signals import ALL_SIGNALS, SignalSpec
+from lightning_metrics.data.base import Batching, MetricDataModule, split_by_group
 from lightning_metrics.data.readers import read_rating_table
 from lightning_metrics.data.sources import (
     NORMALISATIONS,
@@ -16,9 +18,44 @@ from lightning_metrics.data.sources import (
     normalise_scores,
     row_weights,
 )
+from lightning_metrics.encoders.sequences import BatchLayout
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.signals import ALL_SIGNALS
 from lightning_metrics.tables import concat_tables, n_rows, take_rows
+
+
+@dataclass(frozen=True)
+class Split:
+    """Without a ``val`` file, each rating source moves ``fraction`` of its rows to validation, whole
+    groups of its ``by`` column (documents: ``lp`` + ``doc_id``; None: single rows)."""
+
+    fraction: float = 0.1
+    by: Optional[str] = "doc_id"
+
+
+@dataclass(frozen=True)
+class RatingOptions:
+    """How rating tables are read: ``columns`` (the file's names for src, mt, ref, score, ...),
+    ``on_invalid`` (``error`` or ``skip`` bad rows), ``normalise`` (``none``, ``z`` or ``rank`` per
+    source and language pair, with training statistics; the given score is kept as ``score_raw``),
+    ``weight_by`` (a count column, such as ``annotators``, that weights rows within their source)."""
+
+    columns: Optional[dict] = None
+    on_invalid: str = "error"
+    normalise: str = "none"
+    weight_by: Optional[str] = None
+
+
+MOVED = {  # flat data key of earlier versions -> where it lives now (in RatingsDataModule and RankingDataModule)
+    "val_fraction": "split.fraction",
+    "val_split_by": "split.by",
+    **{key: f"ratings.{key}" for key in ("columns", "on_invalid", "normalise", "weight_by")},
+    **{key: f"batches.{key}" for key in ("batch_size", "num_workers", "max_length", "sampler")},
+    **{key: f"pairs.{key}" for key in ("score_column", "threshold", "max_pairs_per_group")},
+    "signal_encoder": "signals.encoder",
+    "signal_layer": "signals.layer",
+    "input_format": "layout.input_format",
+    "text_fields": "layout.text_fields",
+}
 
 
 class RatingsDataModule(MetricDataModule):
@@ -26,63 +63,34 @@ class RatingsDataModule(MetricDataModule):
 
     ``train`` is a path, or a list of rating sources (``{path, name, columns, weight, split_by}``,
     see :class:`~lightning_metrics.data.sources.RatingSource`), read with the project's readers.
-    Without ``val``, each source moves ``val_fraction`` of its rows to validation, whole groups
-    of its ``split_by`` column (documents: ``lp`` + ``doc_id``), so no source segment is in both
-    splits and every source keeps its share of the dev set.
-
-    - ``normalise``: ``none``, ``z`` or ``rank`` per (source, language pair), with training
-      statistics (:func:`~lightning_metrics.data.sources.normalise_scores`); the given score is
-      kept as ``score_raw``.
-    - ``weight_by``: a count column (``annotators``) that weights rows within their source.
-    - ``sampler``: ``length`` (length-bucketed batches) or ``source`` (the outputs of one source
-      together, which pairwise losses need).
-
-    With several sources, language pairs are named ``source:lp`` (validation logs each).
+    Without ``val``, each source moves ``split.fraction`` of its rows to validation, whole groups
+    of its ``split_by`` column (:class:`Split`), so no source segment is in both splits and every
+    source keeps its share of the dev set. ``ratings`` (:class:`RatingOptions`) says how the tables
+    are read, normalised and weighted. With several sources, language pairs are named ``source:lp``
+    (validation logs each). The other arguments are :class:`MetricDataModule`'s.
     """
 
     def __init__(
         self,
         train: Union[str, list[Union[str, dict]]],
         val: Optional[str] = None,
-        val_fraction: float = 0.1,
-        val_split_by: Optional[str] = "doc_id",
-        columns: Optional[dict] = None,
-        on_invalid: str = "error",
-        normalise: str = "none",
-        weight_by: Optional[str] = None,
-        sampler: str = "length",
+        split: Split = Split(),
+        ratings: RatingOptions = RatingOptions(),
         encoder: str = "default",
         targets: Sequence[str] = ("score",),
-        batch_size: int = 16,
-        num_workers: int = 0,
-        max_length: int = 256,
+        batches: Batching = Batching(),
         seed: int = 0,
-        signals: Optional[list[str]] = None,
-        signal_encoder: str = "default",
-        signal_layer: Optional[int] = None,
+        signals: Optional[SignalSpec] = None,
         cache_dir: Optional[str] = None,
-        input_format: str = "cross",
-        text_fields: Sequence[str] = ("mt", "ref"),
+        layout: BatchLayout = BatchLayout(),
     ):
-        super().__init__(
-            encoder,
-            targets,
-            batch_size,
-            num_workers,
-            max_length,
-            seed,
-            sampler,
-            signals,
-            signal_encoder,
-            signal_layer,
-            cache_dir,
-            input_format,
-            text_fields,
-        )
+        super().__init__(encoder, targets, batches, seed, signals, cache_dir, layout)
+        split = split if isinstance(split, Split) else Split(**dict(split))
+        ratings = ratings if isinstance(ratings, RatingOptions) else RatingOptions(**dict(ratings))
         if isinstance(train, (list, tuple)):
             self.sources = [RatingSource.from_any(t) for t in train]
         else:
-            self.sources = [RatingSource(path=str(train), columns=columns, split_by=val_split_by)]
+            self.sources = [RatingSource(path=str(train), columns=ratings.columns, split_by=split.by)]
         if not self.sources:
             raise LightningMetricsError("data.train lists no rating source")
         check_source_names(self.sources)
@@ -90,10 +98,13 @@ class RatingsDataModule(MetricDataModule):
         for path in [s.path for s in self.sources] + ([val] if val is not None else []):
             if not Path(path).exists():
                 raise InputError(path, "data file not found")
-        if normalise not in NORMALISATIONS:
-            raise LightningMetricsError(f"data.normalise must be one of {NORMALISATIONS}, got {normalise!r}")
-        self.train_path, self.val_path, self.val_fraction = self.sources[0].path, val, val_fraction
-        self.columns, self.on_invalid, self.normalise, self.weight_by = columns, on_invalid, normalise, weight_by
+        if ratings.normalise not in NORMALISATIONS:
+            raise LightningMetricsError(
+                f"data.ratings.normalise must be one of {NORMALISATIONS}, got {ratings.normalise!r}"
+            )
+        self.train_path, self.val_path, self.val_fraction = self.sources[0].path, val, split.fraction
+        self.columns, self.on_invalid = ratings.columns, ratings.on_invalid
+        self.normalise, self.weight_by = ratings.normalise, ratings.weight_by
 
     def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:
         required = (*self.text_fields, *self.targets)
@@ -111,7 +122,7 @@ class RatingsDataModule(MetricDataModule):
         elif source.split_by not in rows:
             raise InputError(
                 source.path,
-                f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (val_split_by) "
+                f"no column {source.split_by!r} to split validation by; give data.val, or set split_by (split.by) "
                 "to null",
             )
         else:
@@ -122,7 +133,8 @@ class RatingsDataModule(MetricDataModule):
             raise InputError(
                 source.path,
                 f"the validation split took all {unit}: nothing is left to train on; give a separate "
-                "data.val file or split by another column (split_by); data.val_fraction helps only with more documents",
+                "data.val file or split by another column (split_by); data.split.fraction helps only with more "
+                "documents",
             )
         return take_rows(rows, train_idx), take_rows(rows, val_idx)
 
@@ -211,32 +223,21 @@ PRETRAIN_TARGETS = ("score", *ALL_SIGNALS)
 
 
 class PretrainDataModule(MetricDataModule):
-    """The Parquet shards ``generate`` writes; validation holds out whole reference sentences."""
+    """The Parquet shards ``generate`` writes; validation holds out ``val_fraction`` of the reference
+    sentences, whole. The other arguments are :class:`MetricDataModule`'s."""
 
     def __init__(
         self,
         data: str,
         val_fraction: float = 0.05,
+        max_rows: Optional[int] = None,
         encoder: str = "default",
         targets: Sequence[str] = PRETRAIN_TARGETS,
-        batch_size: int = 16,
-        num_workers: int = 0,
-        max_length: int = 256,
+        batches: Batching = Batching(),
         seed: int = 0,
-        max_rows: Optional[int] = None,
-        input_format: str = "cross",
-        text_fields: Sequence[str] = ("mt", "ref"),
+        layout: BatchLayout = BatchLayout(),
     ):
-        super().__init__(
-            encoder,
-            targets,
-            batch_size,
-            num_workers,
-            max_length,
-            seed,
-            input_format=input_format,
-            text_fields=text_fields,
-        )
+        super().__init__(encoder, targets, batches, seed, layout=layout)
         if not generate_files(data):
             raise InputError(data, "no generate output here (expected data-*.parquet files)")
         self.data, self.val_fraction, self.max_rows = data, val_fraction, max_rows

@@ -15,13 +15,16 @@ formed, so no pair mixes training and validation sentences.
 from __future__ import annotations
 
 import glob
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
-from lightning_metrics.data.modules import RatingsDataModule, read_generate_output
+from lightning_metrics.data.base import Batching
+from lightning_metrics.data.modules import RatingOptions, RatingsDataModule, Split, read_generate_output
 from lightning_metrics.data.readers import check_table, read_table
+from lightning_metrics.encoders.sequences import BatchLayout
 from lightning_metrics.errors import InputError, LightningMetricsError
 
 PAIR_FIELDS = ("src", "ref", "pos", "neg")
@@ -79,54 +82,51 @@ def relative_ranks(
     return out
 
 
+@dataclass(frozen=True)
+class Pairs:
+    """How relative ranks are made from ratings: two outputs of one source whose ``score_column``
+    differs by more than ``threshold`` make a (better, worse) pair; ``max_pairs_per_group`` caps a source's."""
+
+    score_column: str = "raw"
+    threshold: float = 25.0
+    max_pairs_per_group: Optional[int] = None
+
+
 class RankingDataModule(RatingsDataModule):
     """Relative-ranking tuples for the ranking model (see the module docstring for sources).
 
-    ``train``/``val`` are tables (ratings or pairs) or ``generate`` output folders; without
-    ``val``, ``val_fraction`` of the rated rows is held out by ``val_split_by`` before pairing.
+    ``train``/``val`` are tables (ratings or pairs) or ``generate`` output folders; without ``val``,
+    ``split.fraction`` of the rated rows is held out by ``split.by`` before pairing (:class:`Pairs`
+    says how pairs are made). The other arguments are :class:`RatingsDataModule`'s.
     """
 
     def __init__(
         self,
         train: str,
         val: Optional[str] = None,
-        val_fraction: float = 0.1,
-        val_split_by: Optional[str] = "doc_id",
-        score_column: str = "raw",
-        threshold: float = 25.0,
-        max_pairs_per_group: Optional[int] = None,
-        columns: Optional[dict] = None,
-        on_invalid: str = "error",
+        split: Split = Split(),
+        pairs: Pairs = Pairs(),
+        ratings: RatingOptions = RatingOptions(),
         encoder: str = "default",
-        batch_size: int = 16,
-        num_workers: int = 0,
-        max_length: int = 256,
+        batches: Batching = Batching(),
         seed: int = 0,
-        input_format: str = "sentences",
-        text_fields: Sequence[str] = PAIR_FIELDS,
+        layout: BatchLayout = BatchLayout("sentences", PAIR_FIELDS),
     ):
-        if (input_format, tuple(text_fields)) != ("sentences", PAIR_FIELDS):
+        layout = layout if isinstance(layout, BatchLayout) else BatchLayout(**dict(layout))
+        if (layout.input_format, layout.text_fields) != ("sentences", PAIR_FIELDS):
             raise LightningMetricsError(
                 f"RankingDataModule makes sentences batches of {list(PAIR_FIELDS)}, for CometRanker; "
-                f"the model reads {input_format} batches of {list(text_fields)}"
+                f"the model reads {layout.input_format} batches of {list(layout.text_fields)}"
             )
         super().__init__(
-            train,
-            val,
-            val_fraction,
-            val_split_by,
-            columns,
-            on_invalid,
-            encoder=encoder,
-            targets=(),
-            batch_size=batch_size,
-            num_workers=num_workers,
-            max_length=max_length,
-            seed=seed,
-            input_format=input_format,
-            text_fields=text_fields,
+            train, val, split, ratings, encoder=encoder, targets=(), batches=batches, seed=seed, layout=layout
         )
-        self.score_column, self.threshold, self.max_pairs_per_group = score_column, threshold, max_pairs_per_group
+        pairs = pairs if isinstance(pairs, Pairs) else Pairs(**dict(pairs))
+        self.score_column, self.threshold, self.max_pairs_per_group = (
+            pairs.score_column,
+            pairs.threshold,
+            pairs.max_pairs_per_group,
+        )
         self._paired = False
 
     def _read(self, path: str, columns: Optional[dict] = None) -> dict[str, list]:

@@ -8,7 +8,7 @@ Each reader turns a peer's files into a :class:`PeerModel`: one of our families,
 hyper-parameters, and every weight under our names. :func:`import_metric` builds the family from
 the encoder's config alone, loads the weights strictly (a weight missing, left over or of another
 shape is an error, never a silent substitute) and writes the folder through
-:mod:`lightning_metrics.artifact`. It then scores, and fine-tunes with ``init_from``, like any
+:mod:`lightning_metrics.storage.artifact`. It then scores, and fine-tunes with ``init_from``, like any
 export of ours. Nothing pickled runs: checkpoints are read with ``weights_only=True``.
 """
 
@@ -17,40 +17,19 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
 from lightning_metrics.errors import InputError
-
-# encoder buffers that older transformers saved with the weights and newer ones rebuild
-REBUILT_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
-
-
-@dataclass
-class PeerModel:
-    """A peer's metric in our terms: ``family`` built with ``hparams`` on ``encoder``'s config and
-    tokenizer (a folder or hub name) takes ``state``; ``origin`` records where it came from.
-    ``reserved_positions``: where the peer truncates, fewer tokens than the encoder's positions.
-    ``write_encoder(folder)``, where given, writes that config and tokenizer (converted from the
-    peer's own files) instead of :func:`~lightning_metrics.encoders.save_encoder_files`."""
-
-    family: str
-    hparams: dict
-    state: dict[str, torch.Tensor]
-    encoder: str
-    origin: dict = field(default_factory=dict)
-    write_encoder: Optional[Callable[[str], None]] = None
-    reserved_positions: Optional[int] = None  # the peer tokenises to max_position_embeddings minus this
+from lightning_metrics.importers import bleurt, comet
+from lightning_metrics.importers.peer import REBUILT_BUFFERS, PeerModel
 
 
 def read_peer(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerModel:
     """The :class:`PeerModel` of a COMET checkpoint (folder or ``.ckpt``) or a bleurt-pytorch folder."""
-    from lightning_metrics.importers import bleurt, comet
-
     if comet.is_comet(path):
         return comet.read_comet(path, encoder)
     if bleurt.is_bleurt(path):
@@ -70,11 +49,11 @@ def read_peer(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerMod
 def build_peer_model(peer: PeerModel, where: str, encoder_folder: str):
     """Our model with every weight of ``peer`` (strict: see the module docstring), in eval mode;
     ``encoder_folder`` holds the encoder's config and tokenizer (:func:`encoders.save_encoder_files`)."""
-    from lightning_metrics.encoders import architecture_only
     from lightning_metrics.models import FAMILIES
+    from lightning_metrics.models.options import grouped
 
-    with architecture_only():
-        model = FAMILIES[peer.family](encoder=encoder_folder, **peer.hparams)
+    # every weight comes from the peer: the encoder is built from its config alone
+    model = FAMILIES[peer.family](encoder=encoder_folder, **grouped(peer.hparams), encoder_weights=False)
     state = {**_statistics(model), **peer.state}
     own = model.state_dict()
     state = {k: v for k, v in state.items() if k in own or not k.endswith(REBUILT_BUFFERS)}
@@ -102,9 +81,9 @@ def import_metric(
     path: str | os.PathLike, out: str | os.PathLike, encoder: Optional[str] = None, force: bool = False
 ) -> Path:
     """Import the peer's checkpoint at ``path`` as an export folder ``out``; returns the folder."""
-    from lightning_metrics.artifact import write_export
-    from lightning_metrics.encoders import save_encoder_files
-    from lightning_metrics.export import metadata, model_card, save_model_files
+    from lightning_metrics.encoders.loading import save_encoder_files
+    from lightning_metrics.storage.artifact import write_export
+    from lightning_metrics.training.export import metadata, model_card, save_model_files
 
     target = Path(out)
     if target.exists() and not force:
@@ -144,12 +123,21 @@ ARCHITECTURE = (  # the hyper-parameters a fine-tuning model must share to take 
 
 def fine_tune_command(folder: str | os.PathLike, meta: dict) -> str:
     """The ``fit`` command that fine-tunes the import at ``folder`` with its own architecture."""
-    hparams = meta["hyper_parameters"]
+    from lightning_metrics.models.options import MOVED, grouped
+
+    hparams = grouped(meta["hyper_parameters"])
     flags = [f"--model.init_args.init_from {folder}", f"--model.init_args.encoder {folder}"]
+    groups: dict[str, dict] = {}
     for key in ARCHITECTURE:
-        if key in hparams:
-            value = hparams[key]
-            text = value if isinstance(value, str) else json.dumps(value).replace(" ", "")
-            flags.append(f"--model.init_args.{key} {repr(text) if isinstance(value, list) else text}")
+        group, _, name = MOVED.get(key, key).rpartition(".")
+        values = hparams.get(group, {}) if group else hparams
+        if isinstance(values, dict) and name in values:
+            groups.setdefault(group, {})[name] = values[name]
+    for group, values in groups.items():  # a group as one YAML mapping: jsonargparse reads its nulls
+        if group:
+            text = ", ".join(f"{k}: {json.dumps(v)}" for k, v in values.items())
+            flags.append(f"--model.init_args.{group} '{{{text}}}'")
+        else:
+            flags += [f"--model.init_args.{k} {json.dumps(v)}" for k, v in values.items()]
     config = CONFIGS[meta["family"]]
     return f"lightning-metrics fit --config {config} " + " ".join(flags) + " --data.init_args.train RATINGS"

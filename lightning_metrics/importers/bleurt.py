@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from lightning_metrics.artifact import sha256_of
 from lightning_metrics.errors import InputError
-from lightning_metrics.importers import PeerModel
+from lightning_metrics.importers.peer import PeerModel
+from lightning_metrics.storage.artifact import sha256_of
 
 CONFIG = "config.json"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")

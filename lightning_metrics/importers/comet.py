@@ -19,11 +19,11 @@ from typing import Optional
 import torch
 import yaml
 
-from lightning_metrics.artifact import sha256_of
-from lightning_metrics.checkpoint import read_checkpoint
 from lightning_metrics.errors import InputError
-from lightning_metrics.importers import PeerModel
+from lightning_metrics.importers.peer import PeerModel
 from lightning_metrics.models.modules import ACTIVATIONS, POOLINGS
+from lightning_metrics.storage.artifact import sha256_of
+from lightning_metrics.storage.checkpoint import read_checkpoint
 
 HPARAMS = "hparams.yaml"
 FAMILIES = {

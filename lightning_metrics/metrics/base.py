@@ -8,9 +8,10 @@ from typing import Sequence
 
 import numpy as np
 
-from lightning_metrics import __version__
+from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.tables import take_rows
+from lightning_metrics.version import __version__
 
 
 @dataclass(frozen=True)
@@ -65,15 +66,6 @@ def reference_count(ref) -> int:
     return max((1 if isinstance(r, str) else len(r) for r in ref), default=1)
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` is CUDA when present, else the CPU; any other name is returned as given."""
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 class Metric(ABC):
     """A metric: ``score(mt=..., ref=..., src=...) -> ScoreResult``.
 
@@ -102,15 +94,9 @@ class Metric(ABC):
         """The settings that made the numbers."""
 
     @abstractmethod
-    def segment_scores(
-        self,
-        columns: dict[str, list[str]],
-        batch_size: int | None = None,
-        device: str = "cpu",
-        devices: int = 1,
-        progress: bool | None = None,
-    ) -> list[float]:
-        """One score per row of ``columns`` (the fields of :attr:`inputs`, equal lengths)."""
+    def segment_scores(self, columns: dict[str, list[str]], options: ScoreOptions) -> list[float]:
+        """One score per row of ``columns`` (the fields of :attr:`inputs`, equal lengths), run as
+        ``options`` say (its device already resolved)."""
 
     def system_score(self, scores: Sequence[float], columns: dict[str, list[str]]) -> float:
         """The system-level score of these rows; the mean of the segment scores unless overridden."""
@@ -128,38 +114,32 @@ class Metric(ABC):
         mt: Sequence[str],
         ref: Sequence[str] | None = None,
         src: Sequence[str] | None = None,
-        batch_size: int | None = None,
-        device: str = "auto",
-        devices: int = 1,
-        progress: bool | None = None,
+        *,
+        options: ScoreOptions | None = None,
         mc_dropout: int = 0,
         seed: int = 0,
         multi_ref: str = "max",
+        **run,
     ) -> ScoreResult:
         """Score candidates ``mt`` (against ``ref``, given ``src`` where the metric reads them).
 
-        ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...; ``devices > 1``
-        scores learned metrics with Lightning's DDP. ``batch_size``: rows per encoder batch (default 64 on
-        the CPU; on CUDA, batches fill a token budget, see :mod:`lightning_metrics.inference`).
-        ``progress``: a progress bar (None: on for long inputs).
-        ``mc_dropout=N`` (learned metrics): N passes with dropout on, seeded by ``seed``; the
-        scores are the per-segment means and ``extra["std"]`` their standard deviations (N times the cost).
-        ``ref`` may hold a list of references per row: built-in metrics use them as their packages
-        do; other metrics score against each and keep the ``multi_ref`` (``max`` or ``mean``) per row.
+        ``options`` (:class:`~lightning_metrics.encoders.inference.ScoreOptions`: ``batch_size``,
+        ``device``, ``devices``, ``progress``) say how it runs; they may also be given one by one
+        (``score(mt=..., ref=..., device="cuda")``). ``mc_dropout=N`` (learned metrics): N passes with
+        dropout on, seeded by ``seed``; the scores are the per-segment means and ``extra["std"]`` their
+        standard deviations (N times the cost). ``ref`` may hold a list of references per row: built-in
+        metrics use them as their packages do; other metrics score against each and keep the
+        ``multi_ref`` (``max`` or ``mean``) per row.
         """
+        options = _options(options, run).on_device()
         columns = self.columns(mt, ref, src)
         nrefs = reference_count(columns.get("ref"))
-        options = dict(
-            batch_size=batch_size, device=device, devices=devices, progress=progress, mc_dropout=mc_dropout, seed=seed
-        )
         if nrefs > 1 and not self.native_multi_ref:
-            return self._score_each_reference(columns, nrefs, multi_ref, options)
+            return self._score_each_reference(columns, nrefs, multi_ref, options, mc_dropout, seed)
         if mc_dropout:
             if mc_dropout < 2:
                 raise LightningMetricsError(f"mc_dropout needs at least 2 passes, got {mc_dropout}")
-            passes = np.asarray(
-                self.stochastic_scores(columns, mc_dropout, seed, batch_size, resolve_device(device), devices, progress)
-            )
+            passes = np.asarray(self.stochastic_scores(columns, mc_dropout, seed, options))
             mean, std = passes.mean(axis=0), passes.std(axis=0)
             signature = (
                 self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
@@ -170,11 +150,13 @@ class Metric(ABC):
                 signature=str(signature.replace(mc_dropout=mc_dropout, seed=seed)),
                 extra={"std": std.tolist()},
             )
-        scores = [float(s) for s in self.segment_scores(columns, batch_size, resolve_device(device), devices, progress)]
+        scores = [float(s) for s in self.segment_scores(columns, options)]
         signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
         return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature))
 
-    def _score_each_reference(self, columns: dict, nrefs: int, multi_ref: str, options: dict) -> ScoreResult:
+    def _score_each_reference(
+        self, columns: dict, nrefs: int, multi_ref: str, options: ScoreOptions, mc_dropout: int, seed: int
+    ) -> ScoreResult:
         """Score every (row, reference) pair as its own row, then keep the max or the mean per row."""
         if multi_ref not in ("max", "mean"):
             raise LightningMetricsError(f"multi_ref must be max or mean, got {multi_ref!r}")
@@ -182,7 +164,15 @@ class Metric(ABC):
         owner = [i for i, rs in enumerate(refs) for _ in rs]
         flat = take_rows({k: v for k, v in columns.items() if k != "ref"}, owner)
         flat["ref"] = [r for rs in refs for r in rs]
-        result = self.score(flat["mt"], flat["ref"], flat.get("src"), multi_ref=multi_ref, **options)
+        result = self.score(
+            flat["mt"],
+            flat["ref"],
+            flat.get("src"),
+            options=options,
+            mc_dropout=mc_dropout,
+            seed=seed,
+            multi_ref=multi_ref,
+        )
         values, std = np.asarray(result.scores), result.extra.get("std")
         scores, spread, start = [], [], 0
         for rs in refs:
@@ -201,14 +191,7 @@ class Metric(ABC):
         )
 
     def stochastic_scores(
-        self,
-        columns: dict[str, list[str]],
-        passes: int,
-        seed: int,
-        batch_size: int | None = None,
-        device: str = "cpu",
-        devices: int = 1,
-        progress: bool | None = None,
+        self, columns: dict[str, list[str]], passes: int, seed: int, options: ScoreOptions
     ) -> np.ndarray:
         """``[passes, rows]`` scores with dropout on (MC dropout); only learned metrics have dropout."""
         raise LightningMetricsError(
@@ -229,6 +212,15 @@ class Metric(ABC):
                 + ", ".join(f"{n} {k}" for k, n in sorted(lengths.items(), key=_field_order))
             )
         return {k: list(given[k]) for k in self.inputs}
+
+
+def _options(options: ScoreOptions | None, run: dict) -> ScoreOptions:
+    """``options`` with the ones given by name (``device="cuda"``) applied; an unknown name is one line."""
+    known = tuple(ScoreOptions.__dataclass_fields__)
+    unknown = sorted(set(run) - set(known))
+    if unknown:
+        raise LightningMetricsError(f"score() has no option {unknown[0]!r}; its options are {', '.join(known)}")
+    return (options or ScoreOptions()).replace(**run)
 
 
 def _plural(name: str) -> str:

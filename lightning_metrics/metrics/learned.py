@@ -23,11 +23,9 @@ import numpy as np
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter
 
-from lightning_metrics.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
-from lightning_metrics.encoders import architecture_only
-from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.inference import (
+from lightning_metrics.encoders.inference import (
     CPU_BATCH_ROWS,
+    ScoreOptions,
     batch_limits,
     check_precision,
     dtype_of,
@@ -35,7 +33,9 @@ from lightning_metrics.inference import (
     resolve_precision,
     to_device,
 )
+from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.metrics.base import Metric, Signature
+from lightning_metrics.storage.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.tables import take_rows
 
 MAX_LENGTH = 512  # default tokens per sequence (the encoder's limit when smaller), as COMET
@@ -49,7 +49,7 @@ class LearnedMetric(Metric):
 
     def __init__(self, path: str | Path, export=None, max_length: int | None = None, precision: str | None = "auto"):
         """``precision``: ``fp32``, ``bf16`` or ``auto`` (bf16 on CUDA, else fp32), see
-        :mod:`lightning_metrics.inference`."""
+        :mod:`lightning_metrics.encoders.inference`."""
         self.path = Path(path)
         self.precision = check_precision(precision)
         self.runs_in = "fp32"  # the precision the weights are in now (the last scoring's)
@@ -82,8 +82,9 @@ class LearnedMetric(Metric):
             self.name, hash=self.export.short_hash, family=self.export.family, system="mean", precision=precision
         )
 
-    def segment_scores(self, columns, batch_size=None, device="cpu", devices=1, progress=None) -> list[float]:
-        show = progress if progress is not None else len(columns["mt"]) >= PROGRESS_FROM
+    def segment_scores(self, columns, options: ScoreOptions) -> list[float]:
+        show = options.progress if options.progress is not None else len(columns["mt"]) >= PROGRESS_FROM
+        options = options.replace(progress=show)
         self.truncated = self.count_truncated(columns)
         if self.truncated:
             log.warning(
@@ -95,27 +96,26 @@ class LearnedMetric(Metric):
                 self.max_length,
                 self.length_limit,
             )
-        signals = self.signals(columns, device, show)
-        if devices > 1:
-            return self._score_distributed(columns, batch_size, device, devices, show, signals).tolist()
-        return self._score_local(columns, batch_size, device, show, signals).tolist()
+        signals = self.signals(columns, options)
+        if options.devices > 1:
+            return self._score_distributed(columns, options, signals).tolist()
+        return self._score_local(columns, options, signals).tolist()
 
-    def stochastic_scores(
-        self, columns, passes, seed, batch_size=None, device="cpu", devices=1, progress=None
-    ) -> np.ndarray:
+    def stochastic_scores(self, columns, passes, seed, options: ScoreOptions) -> np.ndarray:
         """MC dropout: ``passes`` scorings with every dropout of the model on (``torch`` seeded per pass),
         each sentence embedded afresh in each pass."""
-        if devices > 1:
+        if options.devices > 1:
             raise LightningMetricsError("--mc-dropout scores on one device (--devices 1)")
-        show = progress if progress is not None else len(columns["mt"]) * passes >= PROGRESS_FROM
-        signals = self.signals(columns, device, show)
+        show = options.progress if options.progress is not None else len(columns["mt"]) * passes >= PROGRESS_FROM
+        options = options.replace(progress=show)
+        signals = self.signals(columns, options)
         shared, self.shared_embeddings = self.shared_embeddings, None
         out = []
         try:
             self.model.train()
             for k in range(passes):
                 torch.manual_seed(seed * 1_000_003 + k)
-                out.append(self._score_local(columns, batch_size, device, show, signals))
+                out.append(self._score_local(columns, options, signals))
         finally:
             self.model.eval()
             self.shared_embeddings = shared
@@ -137,18 +137,16 @@ class LearnedMetric(Metric):
             sum(any(texts[i] in long for texts in columns.values()) for i in range(len(columns["mt"]))) if long else 0
         )
 
-    def signals(
-        self, columns: dict[str, list[str]], device: str = "cpu", progress: bool | None = None
-    ) -> np.ndarray | None:
+    def signals(self, columns: dict[str, list[str]], options: ScoreOptions) -> np.ndarray | None:
         """A hybrid model's signal values per row (with the BERTScore encoder saved in the export), else None."""
         spec = self.model.signal_spec
         if spec is None:
             return None
+        from lightning_metrics.baselines.signals import compute_signals
         from lightning_metrics.parallel import default_num_proc
-        from lightning_metrics.signals import compute_signals
 
         return compute_signals(
-            spec, columns["mt"], columns["ref"], num_proc=default_num_proc(), device=device, progress=progress
+            spec, columns["mt"], columns["ref"], num_proc=default_num_proc(), options=options.replace(batch_size=None)
         )
 
     # -- one process -------------------------------------------------------------------------
@@ -169,22 +167,17 @@ class LearnedMetric(Metric):
             self.runs_in = precision
 
     def _score_local(
-        self,
-        columns: dict[str, list[str]],
-        batch_size: int | None,
-        device: str,
-        progress: bool,
-        signals: np.ndarray | None,
+        self, columns: dict[str, list[str]], options: ScoreOptions, signals: np.ndarray | None
     ) -> np.ndarray:
         from tqdm.auto import tqdm
 
-        target = self.prepare(device)
-        limits = batch_limits(target, batch_size)
+        target = self.prepare(options.device)
+        limits = batch_limits(target, options.batch_size)
         n = len(columns["mt"])
         out = np.zeros(n)
         sentences = self.model.input_format == "sentences"
         order = chunk_order(columns) if sentences else list(range(n))
-        with torch.inference_mode(), tqdm(total=n, unit="seg", disable=not progress, desc="scoring") as bar:
+        with torch.inference_mode(), tqdm(total=n, unit="seg", disable=not options.progress, desc="scoring") as bar:
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
                 rows = take_rows(columns, chunk)
@@ -199,7 +192,7 @@ class LearnedMetric(Metric):
     def _chunk_cross(
         self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None
     ) -> np.ndarray:
-        from lightning_metrics.data.batching import encode_pairs, pad_sequences
+        from lightning_metrics.encoders.sequences import encode_pairs, pad_sequences
 
         ids, types = encode_pairs(self.tokenizer, rows["ref"], rows["mt"], self.max_length)
         parts, batches = [], length_batches([len(x) for x in ids], *limits)
@@ -245,7 +238,7 @@ class LearnedMetric(Metric):
     def _embed(self, sentences: list[str], limits: tuple, target: torch.device, tick=None) -> torch.Tensor:
         """fp32 vectors ``[len(sentences), H]`` on ``target`` of distinct ``sentences``, embedded in
         length-sorted batches; ``tick(sentences_done)`` after each batch."""
-        from lightning_metrics.data.batching import unique_sentence_groups
+        from lightning_metrics.encoders.sequences import unique_sentence_groups
 
         groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {"s": sentences}, *limits)
         parts, done = [], 0
@@ -269,13 +262,7 @@ class LearnedMetric(Metric):
 
     # -- several processes -------------------------------------------------------------------
     def _score_distributed(
-        self,
-        columns: dict[str, list[str]],
-        batch_size: int,
-        device: str,
-        devices: int,
-        progress: bool,
-        signals: np.ndarray | None,
+        self, columns: dict[str, list[str]], options: ScoreOptions, signals: np.ndarray | None
     ) -> np.ndarray:
         import pytorch_lightning as pl
         from torch.utils.data import DataLoader
@@ -292,22 +279,24 @@ class LearnedMetric(Metric):
             collate = SentencesCollate(self.tokenizer, self.max_length, self.inputs, [], {}, {})
         else:
             collate = CrossEncoderCollate(self.tokenizer, self.max_length, [], {}, {})
-        gpu = device.startswith("cuda")
-        self.set_precision(resolve_precision(self.precision, device))  # in the weights: the trainer runs 32-true
+        gpu = options.device.startswith("cuda")
+        self.set_precision(
+            resolve_precision(self.precision, options.device)
+        )  # in the weights: the trainer runs 32-true
         with tempfile.TemporaryDirectory(prefix="lm-score-") as tmp:
             trainer = pl.Trainer(
                 accelerator="gpu" if gpu else "cpu",
-                devices=devices,
+                devices=options.devices,
                 strategy="ddp_spawn",
                 precision="32-true",
                 logger=False,
                 enable_checkpointing=False,
                 enable_model_summary=False,
-                enable_progress_bar=progress,
+                enable_progress_bar=options.progress,
                 callbacks=[RankRowsWriter(tmp)],
             )
             loader = DataLoader(
-                dataset, batch_size=batch_size or CPU_BATCH_ROWS, collate_fn=collate
+                dataset, batch_size=options.batch_size or CPU_BATCH_ROWS, collate_fn=collate
             )  # rows per rank and step
             trainer.predict(self.model, loader, return_predictions=False)
             rows = np.concatenate([np.load(f) for f in sorted(Path(tmp).glob("rank-*.npy"))])
@@ -334,6 +323,7 @@ def chunk_order(columns: dict[str, list[str]]) -> list[int]:
 def build_model(export):
     """The metric model of a verified export, with its weights (built from the folder alone)."""
     from lightning_metrics.models import FAMILIES
+    from lightning_metrics.models.options import grouped
 
     meta, folder = export.meta, str(export.path)
     family = FAMILIES.get(export.family)
@@ -342,13 +332,18 @@ def build_model(export):
     hparams = meta.get("hyper_parameters")
     if not isinstance(hparams, dict) or not isinstance(meta.get("targets"), list):
         raise InputError(folder, f"{METADATA} lacks hyper_parameters or targets")
+    hparams = grouped(hparams)  # exports of earlier versions hold flat keys
     overrides = {"encoder": folder, "targets": meta["targets"], "init_from": None}
-    if export.file(SIGNAL_ENCODER).is_dir():  # a hybrid model computes its signals with the encoder it was trained with
-        overrides["signal_encoder"] = str(export.file(SIGNAL_ENCODER))
+    if export.file(SIGNAL_ENCODER).is_dir() and hparams.get("signals"):
+        # a hybrid model computes its signals with the encoder it was trained with, saved in the export, at the
+        # layer it was trained with: exports of earlier versions record it in their signals block only
+        layer = hparams["signals"].get("layer")
+        if layer is None:
+            layer = (meta.get("signals") or {}).get("layer")
+        overrides["signals"] = {**hparams["signals"], "encoder": str(export.file(SIGNAL_ENCODER)), "layer": layer}
     try:
-        with architecture_only():  # every weight comes from the export's own file
-            model = family(**{**hparams, **overrides})
-    except TypeError as e:
+        model = family(**{**hparams, **overrides}, encoder_weights=False)  # every weight comes from the export
+    except (TypeError, LightningMetricsError) as e:
         raise InputError(folder, f"{METADATA}: the hyper-parameters do not fit {export.family} ({e})") from None
     result = model.load_state_dict(export.load_weights(), strict=False)
     if result.missing_keys or result.unexpected_keys:

@@ -15,7 +15,7 @@ def score_systems(
     ``ref``/``src`` are one list shared by all systems, a ``{system: list}`` dict, or None.
     One call sees every system, so a learned metric embeds each shared source and reference
     once. Each system's score is the metric's own system score over its rows (corpus BLEU
-    for BLEU). ``kwargs`` go to ``metric.score``.
+    for BLEU). ``kwargs`` go to ``metric.score`` (``options``, ``mc_dropout``, ``seed``, ``multi_ref``).
     """
 
     def of(value, name):
@@ -84,11 +84,12 @@ def format_scores(results: dict[str, ScoreResult], quiet: bool = False, only_sys
 
 
 def paired_systems_from_table(
-    data, source: str, lp: str | None = None
+    data, source: str, lp: str | None = None, system_column: str = "system"
 ) -> tuple[dict[str, list[str]], dict[str, list[str] | None], dict[str, list[str] | None]]:
-    """:func:`systems_from_table` for paired tests: every system must hold the same segments, each
-    once, which are put in the first system's order. A segment is its ``lp``/``doc_id``/``seg_id``
-    where the table has ``seg_id``, else its source and reference text. ``lp`` keeps one language pair."""
+    """:func:`systems_from_table` for paired tests: at least two systems, every one holding the same
+    segments, each once, which are put in the first system's order. A segment is its
+    ``lp``/``doc_id``/``seg_id`` where the table has ``seg_id``, else its source and reference text.
+    ``lp`` keeps one language pair; ``system_column`` is the file's name of the system column, for errors."""
     from lightning_metrics.errors import InputError
 
     table = data.to_dict() if hasattr(data, "to_dict") else dict(data)
@@ -113,6 +114,7 @@ def paired_systems_from_table(
             raise InputError(source, f"system {name!r} has segment {dict(zip(key_columns, key))} twice", row=i + 2)
         rows[name][key] = i
     names = list(rows)
+    _two_or_more(names, source, "system" in table, system_column, lp)
     order = list(rows[names[0]])
     for name in names[1:]:
         if set(rows[name]) != set(order):
@@ -128,3 +130,14 @@ def paired_systems_from_table(
         {n_: pick("ref", n_) for n_ in names},
         {n_: pick("src", n_) for n_ in names},
     )
+
+
+def _two_or_more(names: list[str], source: str, has_column: bool, column: str, lp: str | None) -> None:
+    """One line naming the file and the column it looked in, when a comparison finds fewer than two systems."""
+    from lightning_metrics.errors import InputError
+
+    if len(names) < 2:
+        looked = f"column {column!r}" if has_column else f"no column {column!r}"
+        found = f"{len(names)} system ({names[0]!r})" if names else "no system"
+        where = f"{looked}, lp {lp}" if lp else looked
+        raise InputError(source, f"found {found} ({where}); a comparison needs two or more")

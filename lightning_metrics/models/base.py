@@ -1,19 +1,20 @@
 """`MetricModel`: what every trainable metric shares.
 
-- the encoder (``encoders.load_encoder``), a :class:`LayerMix` over all hidden layers, pooling;
+- the encoder (``encoders.load_encoder``), a :class:`LayerMix` over all hidden layers, pooling
+  (the ``readout`` group of :mod:`~lightning_metrics.models.options`, where every group is described);
 - AdamW with layer-wise learning-rate decay (top layer ``lr_encoder``, each layer below times
-  ``layerwise_decay``, embeddings lowest), a separate ``lr_head``, linear warm-up and decay;
-- the encoder frozen for the first ``nr_frozen_epochs`` (fractions allowed), embeddings
-  optionally frozen for the whole run;
+  ``layerwise_decay``, embeddings lowest), a separate ``lr_head``, linear warm-up and decay, the
+  encoder frozen for the first ``nr_frozen_epochs`` (fractions allowed), embeddings optionally
+  frozen for the whole run (the ``optim`` group);
 - target standardisation: the statistics are the training data's, handed over at fit time by
-  :class:`~lightning_metrics.data_link.DataLink` (the model never reads the data module) and
+  :class:`~lightning_metrics.models.data_link.DataLink` (the model never reads the data module) and
   saved in checkpoints;
 - validation that gathers predictions from every rank, drops the duplicates a distributed
   sampler pads with, and logs Kendall/Pearson/Spearman per language pair and averaged, plus
   system-level Pearson when systems are known (:func:`~lightning_metrics.correlation.correlations_by_group`).
   Correct under DDP by construction.
 
-Where the rest lives: starting weights (``init_from``) in :mod:`lightning_metrics.checkpoint`,
+Where the rest lives: starting weights (``init_from``) in :mod:`lightning_metrics.storage.checkpoint`,
 signals and source bias in :mod:`lightning_metrics.models.head`, what crosses into spawned
 processes in :mod:`lightning_metrics.parallel`.
 """
@@ -29,12 +30,12 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 
-from lightning_metrics.checkpoint import encoder_brings_weights, load_start
+from lightning_metrics.baselines.signals import SignalSpec, signal_spec
 from lightning_metrics.correlation import correlations_by_group
-from lightning_metrics.data_link import DataLink
-from lightning_metrics.encoders import load_encoder, weights_wanted
+from lightning_metrics.encoders.inference import attention_kernels
+from lightning_metrics.encoders.loading import load_encoder
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.inference import attention_kernels
+from lightning_metrics.models.data_link import DataLink
 from lightning_metrics.models.head import (
     add_source_bias,
     source_bias_table,
@@ -44,8 +45,9 @@ from lightning_metrics.models.head import (
 )
 from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss, squared_distance
 from lightning_metrics.models.modules import FeedForward, LayerMix, pool
+from lightning_metrics.models.options import Head, Objective, Optimisation, Readout, as_group, plain
 from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
-from lightning_metrics.signals import SignalSpec
+from lightning_metrics.storage.checkpoint import encoder_brings_weights, load_start
 
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
@@ -67,70 +69,55 @@ class MetricModel(pl.LightningModule):
         self,
         encoder: str = "default",
         targets: Sequence[str] = ("score",),
-        loss_weights: Optional[dict] = None,
-        lr_encoder: float = 2e-5,
-        lr_head: float = 3e-4,
-        layerwise_decay: float = 0.9,
-        weight_decay: float = 0.01,
-        warmup_ratio: float = 0.1,
-        nr_frozen_epochs: float = 0.0,
-        keep_embeddings_frozen: bool = False,
-        layer_mix: bool = True,
-        mix_dropout: float = 0.0,
-        layer_transform: str = "softmax",
-        mix_layer_norm: bool = False,
-        layer: Optional[int] = None,
-        pooling: str = "avg",
-        dropout: float = 0.1,
-        hidden_sizes: Sequence[int] = (256,),
-        activation: str = "Tanh",
-        final_activation: Optional[str] = None,
+        readout: Readout = Readout(),
+        head: Head = Head(),
+        objective: Objective = Objective(),
+        optim: Optimisation = Optimisation(),
+        signals: Optional[SignalSpec] = None,
         init_from: Optional[str] = None,
-        loss: str = "mse",
-        huber_delta: float = 1.0,
-        clip_targets: Optional[float] = None,
-        pairwise_weight: float = 0.0,
-        pairwise_margin: float = 0.1,
-        source_bias: bool = False,
-        signals: Optional[list[str]] = None,
-        signal_encoder: str = "default",
-        signal_layer: Optional[int] = None,
-        signal_skip: bool = True,
-        start_from: Optional[str] = None,
-        l2_to_start: float = 0.0,
+        encoder_weights: bool = True,
     ):
-        """Encoder, targets, optimisation and freezing as the module docstring describes; the readout
-        (``layer_mix`` of every layer, its ``layer_transform`` and ``mix_layer_norm``, or else the one hidden
-        state ``layer``, 0 the embeddings and the last by default; ``pooling``) and the head (``hidden_sizes``,
-        ``activation`` and ``final_activation`` by ``torch.nn`` name, ``dropout``); the objective
-        (``loss``: mse or huber, ``clip_targets`` in standard deviations, ``pairwise_weight`` and
-        ``pairwise_margin`` of the ranking term, see :mod:`~lightning_metrics.models.losses`); a
-        ``source_bias`` per rating source (scoring uses the first source's); and ``signals``, the
-        hybrid inputs (:mod:`lightning_metrics.signals`) fed to the head beside the embeddings,
-        standardised, with a linear ``signal_skip`` from them to the output; ``start_from`` (one of
-        ``signals``) starts the model as that baseline: its skip weight to the first target 1, the
-        head's last layer zero; ``l2_to_start`` adds that times the squared distance of the weights taken
-        from ``init_from`` to their starting values to the loss (L2-SP: against forgetting the start)."""
+        """``encoder`` (a name or folder, :mod:`lightning_metrics.encoders`) and ``targets`` (the first is
+        the metric's score); the groups :class:`~lightning_metrics.models.options.Readout`,
+        :class:`~lightning_metrics.models.options.Head`, :class:`~lightning_metrics.models.options.Objective`
+        and :class:`~lightning_metrics.models.options.Optimisation` (each a dataclass or a dict of its
+        fields); ``signals``, the hybrid inputs (:class:`~lightning_metrics.baselines.signals.SignalSpec`:
+        names, BERTScore encoder and layer) fed to the head beside the embeddings; ``init_from``, starting
+        weights (a checkpoint or an export, see :meth:`initialise_from`). ``encoder_weights=False`` builds
+        the encoder from its config alone, for code that loads every weight from elsewhere (an export, a
+        peer's checkpoint); it is not a hyper-parameter."""
         super().__init__()
+        self.readout = as_group(Readout, readout, "model.readout")
+        self.head_options = as_group(Head, head, "model.head")
+        self.objective = as_group(Objective, objective, "model.objective")
+        self.optim = as_group(Optimisation, optim, "model.optim")
         self.targets = list(targets)
-        self.loss_weights = objective_weights(loss, loss_weights, self.targets)
-        self.signal_spec = SignalSpec(tuple(signals), signal_encoder, signal_layer).resolved() if signals else None
-        if self.signal_spec is not None:
-            signal_layer = self.signal_spec.layer  # resolved now, so a checkpoint records it
-        self.save_hyperparameters()
-        self._build_encoder()
+        self.loss_weights = objective_weights(self.objective.loss, self.objective.loss_weights, self.targets)
+        self.signal_spec = signal_spec(signals)
+        self.save_hyperparameters(ignore=["encoder_weights"])
+        self._store_hparams()
+        self._build_encoder(encoder_weights)
         self.register_buffer("target_mean", torch.zeros(len(self.targets)))
         self.register_buffer("target_std", torch.ones(len(self.targets)))
         self.register_buffer("stats_ready", torch.tensor(False))
         self._build_signal_inputs()
-        self.source_bias = source_bias_table(len(self.targets)) if source_bias else None
+        self.source_bias = source_bias_table(len(self.targets)) if self.head_options.source_bias else None
         self.group_names: list[str] = []  # language-pair names of the validation ids (from the data, at fit time)
         self._outputs: list[torch.Tensor] = []
 
-    def _build_encoder(self) -> None:
+    def _store_hparams(self) -> None:
+        """The hyper-parameters as checkpoints keep them: every group a plain dict (``weights_only``
+        loading reads no dataclasses), signals with the layer resolved, so a checkpoint records it."""
+        groups = {"readout": self.readout, "head": self.head_options, "objective": self.objective}
+        groups.update(optim=self.optim, signals=self.signal_spec)
+        for store in (self._hparams, self._hparams_initial):
+            store.update({k: plain(v) for k, v in groups.items()})
+            store["targets"] = list(self.targets)
+
+    def _build_encoder(self, encoder_weights: bool) -> None:
         """The encoder in training mode, without its unused pooler, its layer mix, embeddings frozen if asked."""
-        hp = self.hparams
-        own_weights = weights_wanted() and encoder_brings_weights(hp.encoder, hp.init_from)
+        hp, readout = self.hparams, self.readout
+        own_weights = encoder_weights and encoder_brings_weights(hp.encoder, hp.init_from)
         self.encoder, _ = load_encoder(hp.encoder, weights=own_weights)
         self.encoder.train()  # from_pretrained returns eval mode; dropout belongs to training
         if getattr(self.encoder, "pooler", None) is not None:
@@ -138,48 +125,53 @@ class MetricModel(pl.LightningModule):
         self.hidden_size = int(self.encoder.config.hidden_size)
         self.n_layers = int(self.encoder.config.num_hidden_layers)
         self.layer_mix = (
-            LayerMix(self.n_layers + 1, hp.mix_dropout, hp.layer_transform, hp.mix_layer_norm) if hp.layer_mix else None
+            LayerMix(self.n_layers + 1, readout.mix_dropout, readout.layer_transform, readout.mix_layer_norm)
+            if readout.layer_mix
+            else None
         )
-        if hp.layer is not None and not 0 <= hp.layer <= self.n_layers:
-            raise LightningMetricsError(f"model.layer {hp.layer} is outside 0..{self.n_layers}, the encoder's layers")
-        if hp.keep_embeddings_frozen:
+        if readout.layer is not None and not 0 <= readout.layer <= self.n_layers:
+            raise LightningMetricsError(
+                f"model.readout.layer {readout.layer} is outside 0..{self.n_layers}, the encoder's layers"
+            )
+        if self.optim.keep_embeddings_frozen:
             for name, p in self.encoder.named_parameters():
                 if name.startswith("embeddings"):
                     p.requires_grad_(False)
 
     def _build_signal_inputs(self) -> None:
         """A hybrid model's signal statistics and skip layer (:mod:`~lightning_metrics.models.head`)."""
-        hp = self.hparams
-        signals = list(hp.signals or ())
-        self.n_signals = len(signals)
+        names = list(self.signal_spec.names) if self.signal_spec is not None else []
+        self.n_signals = len(names)
         if self.n_signals:
             self.register_buffer("signal_mean", torch.zeros(self.n_signals))
             self.register_buffer("signal_std", torch.ones(self.n_signals))
-            self.signal_skip = zero_linear(self.n_signals, max(1, len(self.targets))) if hp.signal_skip else None
-        if hp.start_from is not None and (hp.start_from not in signals or not hp.signal_skip):
+            skip = self.head_options.signal_skip
+            self.signal_skip = zero_linear(self.n_signals, max(1, len(self.targets))) if skip else None
+        start = self.head_options.start_from
+        if start is not None and (start not in names or not self.head_options.signal_skip):
             raise LightningMetricsError(
-                f"model.start_from {hp.start_from!r} must be one of the model's signals {signals}, "
-                "with signal_skip true"
+                f"model.head.start_from {start!r} must be one of the model's signals {names}, with signal_skip true"
             )
 
     def make_head(self, features: int) -> FeedForward:
         """The head over ``features`` values (plus one per signal), one output per target."""
-        hp = self.hparams
+        head = self.head_options
         return FeedForward(
             self.head_width(features),
-            hp.hidden_sizes,
+            head.hidden_sizes,
             out_dim=len(self.targets),
-            dropout=hp.dropout,
-            activation_name=hp.activation,
-            final_activation=hp.final_activation,
+            dropout=head.dropout,
+            activation_name=head.activation,
+            final_activation=head.final_activation,
         )
 
     def init_head(self) -> None:
         """Called once a subclass has built ``self.head``: ``start_from`` (the output starts as that
         standardised signal for the first target, the others 0, so at step 0 the metric ranks rows as its
         baseline does), then ``init_from``, whose matching weights replace these."""
-        if self.hparams.get("start_from"):
-            start_as_signal(self.head, self.signal_skip, list(self.hparams.signals).index(self.hparams.start_from))
+        start = self.head_options.start_from
+        if start:
+            start_as_signal(self.head, self.signal_skip, list(self.signal_spec.names).index(start))
         self.initialise_from(self.hparams.init_from)
 
     def initialise_from(self, path: Optional[str]) -> None:
@@ -194,14 +186,14 @@ class MetricModel(pl.LightningModule):
         if not path:
             return
         copied = load_start(self, path)
-        if self.hparams.get("l2_to_start", 0.0) > 0:  # the pull's anchor: the weights as they start
+        if self.objective.l2_to_start > 0:  # the pull's anchor: the weights as they start
             trainable = dict(self.named_parameters())
             self._start = {k: v.detach().clone().float() for k, v in copied.items() if k in trainable}
 
     @property
     def batch_layout(self) -> dict:
         """What a data module must make for this model: ``input_format`` and ``text_fields``
-        (``RatingsDataModule(..., **model.batch_layout)``; ``fit`` links them itself)."""
+        (``RatingsDataModule(..., layout=model.batch_layout)``; ``fit`` links it itself)."""
         return {"input_format": self.input_format, "text_fields": tuple(self.train_fields)}
 
     def set_statistics(self, statistics: dict) -> None:
@@ -234,14 +226,14 @@ class MetricModel(pl.LightningModule):
     def embed(self, inputs: dict) -> torch.Tensor:
         """Pooled sentence (or pair) vectors [B, H] from tokenised ``inputs``, in fp32 whatever the
         encoder's dtype (the head's weights are fp32)."""
-        layer = self.hparams.get("layer")
+        layer = self.readout.layer
         with attention_kernels():
             out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None or layer is not None)
         if self.layer_mix is not None:
             tokens = self.layer_mix(out.hidden_states, inputs["attention_mask"])
         else:
             tokens = out.last_hidden_state if layer is None else out.hidden_states[layer]
-        return pool(tokens, inputs["attention_mask"], self.hparams.pooling).float()
+        return pool(tokens, inputs["attention_mask"], self.readout.pooling).float()
 
     def head_output(self, features: torch.Tensor, extras: dict) -> torch.Tensor:
         """Standardised predictions [B, n_targets]: the head over ``features`` (and the standardised
@@ -251,7 +243,7 @@ class MetricModel(pl.LightningModule):
         """
         if not self.n_signals:
             return add_source_bias(self.head(features), self.source_bias, extras)
-        z = standardised_signals(extras, self.signal_mean, self.signal_std, self.hparams.signals)
+        z = standardised_signals(extras, self.signal_mean, self.signal_std, self.signal_spec.names)
         out = self.head(torch.cat([features, z.to(features.dtype)], dim=1))
         if self.signal_skip is not None:
             out = out + self.signal_skip(z).to(out.dtype)
@@ -276,33 +268,33 @@ class MetricModel(pl.LightningModule):
     # -- optimisation --------------------------------------------------------------------------
     def parameter_groups(self) -> list[dict]:
         """AdamW groups: layer-wise decayed encoder LRs (embeddings lowest), the head at ``lr_head``."""
-        hp = self.hparams
+        optim = self.optim
         groups: dict[tuple[float, float], list] = {}
         for name, param in self.named_parameters():
             if name.startswith("encoder."):
-                if hp.keep_embeddings_frozen and name.startswith("encoder.embeddings"):
+                if optim.keep_embeddings_frozen and name.startswith("encoder.embeddings"):
                     continue  # frozen for the whole run: not optimised at all
                 lr = self._encoder_lr(name[len("encoder.") :])
             else:
-                lr = hp.lr_head
-            decay = 0.0 if param.ndim == 1 else hp.weight_decay  # no decay on biases and norms
+                lr = optim.lr_head
+            decay = 0.0 if param.ndim == 1 else optim.weight_decay  # no decay on biases and norms
             groups.setdefault((lr, decay), []).append(param)
         return [{"params": ps, "lr": lr, "weight_decay": wd} for (lr, wd), ps in groups.items()]
 
     def _encoder_lr(self, name: str) -> float:
-        hp = self.hparams
+        optim = self.optim
         if name.startswith("embeddings"):
-            return hp.lr_encoder * hp.layerwise_decay**self.n_layers
+            return optim.lr_encoder * optim.layerwise_decay**self.n_layers
         match = _LAYER.search(name)
         if match:
-            return hp.lr_encoder * hp.layerwise_decay ** (self.n_layers - 1 - int(match.group(1)))
-        return hp.lr_encoder
+            return optim.lr_encoder * optim.layerwise_decay ** (self.n_layers - 1 - int(match.group(1)))
+        return optim.lr_encoder
 
     def configure_optimizers(self):
         # one fused kernel per step on CUDA instead of a launch per parameter group and tensor
         optimizer = torch.optim.AdamW(self.parameter_groups(), fused=self.device.type == "cuda")
         total = max(1, int(self.trainer.estimated_stepping_batches))
-        warmup = int(self.hparams.warmup_ratio * total)
+        warmup = int(self.optim.warmup_ratio * total)
 
         def schedule(step: int) -> float:
             if step < warmup:
@@ -319,31 +311,33 @@ class MetricModel(pl.LightningModule):
         torch.manual_seed((seed * 1_000_003 + self.current_epoch * 100_003 + batch_idx) % 2**63)
         n_batches = self.trainer.num_training_batches
         progress = self.current_epoch + (batch_idx / n_batches if n_batches and math.isfinite(n_batches) else 0.0)
-        trainable = progress >= self.hparams.nr_frozen_epochs
+        trainable = progress >= self.optim.nr_frozen_epochs
         if getattr(self, "_encoder_trainable", None) == trainable:
             return  # only a change walks the parameters
         self._encoder_trainable = trainable
         for name, param in self.encoder.named_parameters():
-            if self.hparams.keep_embeddings_frozen and name.startswith("embeddings"):
+            if self.optim.keep_embeddings_frozen and name.startswith("embeddings"):
                 continue
             param.requires_grad_(trainable)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        hp = self.hparams
+        objective = self.objective
         pred = self(batch).float()
         target = (batch["targets"] - self.target_mean) / self.target_std
-        losses = regression_loss(pred, target, hp.loss, hp.huber_delta, hp.clip_targets, batch.get("weight"))
+        losses = regression_loss(
+            pred, target, objective.loss, objective.huber_delta, objective.clip_targets, batch.get("weight")
+        )
         loss = sum(w * part for w, part in zip(self.loss_weights, losses))
-        if hp.get("l2_to_start", 0.0) > 0:
+        if objective.l2_to_start > 0:
             drift = self.distance_to_start()
             self.log("train_l2_to_start", drift, batch_size=len(target))
-            loss = loss + hp.l2_to_start * drift
-        if hp.pairwise_weight > 0:
+            loss = loss + objective.l2_to_start * drift
+        if objective.pairwise_weight > 0:
             if "group" not in batch:
                 raise LightningMetricsError("pairwise_weight needs rows grouped by source (ratings with src or ref)")
-            ranking = pairwise_loss(pred[:, 0], target[:, 0], batch["group"], hp.pairwise_margin)
+            ranking = pairwise_loss(pred[:, 0], target[:, 0], batch["group"], objective.pairwise_margin)
             self.log("train_pairwise", ranking, batch_size=len(target))
-            loss = loss + hp.pairwise_weight * ranking
+            loss = loss + objective.pairwise_weight * ranking
         self.log("train_loss", loss, prog_bar=True, batch_size=len(target))
         if len(self.targets) > 1:
             for name, value in zip(self.targets, losses):
@@ -353,7 +347,9 @@ class MetricModel(pl.LightningModule):
     def distance_to_start(self) -> torch.Tensor:
         """Squared L2 distance of the weights taken from ``init_from`` to their starting values."""
         if not getattr(self, "_start", None):
-            raise LightningMetricsError("model.l2_to_start needs model.init_from: there is no start to pull toward")
+            raise LightningMetricsError(
+                "model.objective.l2_to_start needs model.init_from: there is no start to pull toward"
+            )
         return squared_distance(dict(self.named_parameters()), self._start)
 
     # -- evaluation ----------------------------------------------------------------------------

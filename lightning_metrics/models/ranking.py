@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from lightning_metrics.correlation import darr_kendall
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.comet import SentenceEmbeddingModel
+from lightning_metrics.models.options import Head, as_group
 
 
 def ranking_score(mt: torch.Tensor, src: torch.Tensor, ref: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
@@ -43,8 +44,8 @@ class CometRanker(SentenceEmbeddingModel):
         score (1e-6 in a model imported from COMET, whose distance adds it); other arguments as
         :class:`MetricModel` (``targets`` is ignored)."""
         kwargs["targets"] = ()
-        if kwargs.get("signals") or kwargs.get("source_bias"):
-            raise LightningMetricsError("CometRanker has no head: signals and source_bias do not apply")
+        if kwargs.get("signals") or as_group(Head, kwargs.get("head"), "model.head").source_bias:
+            raise LightningMetricsError("CometRanker has no head: signals and head.source_bias do not apply")
         super().__init__(**kwargs)
         self.initialise_from(self.hparams.init_from)
 

@@ -1,14 +1,7 @@
-"""Training that survives being killed anywhere: a mid-epoch resumable loader, atomic checkpoint
-writes, and one-line errors for a checkpoint that cannot be resumed from.
+"""Training that survives being killed anywhere: atomic checkpoint writes, and one-line errors for
+a checkpoint that cannot be resumed from (the mid-epoch resumable loader is
+:class:`lightning_metrics.data.loader.ResumableLoader`).
 
-- :class:`ResumableLoader` is the training DataLoader of every data module. Its state is the
-  sampler's epoch and the number of batches it has yielded in it; Lightning does not prefetch
-  from a loader with a length, so that is the number of batches the training loop has taken.
-  The data module saves that state in every checkpoint (``state_dict``) and passes it to the
-  loader it builds after a resume (Lightning's own loader-state restore is skipped when the
-  optimiser setup has built the loader early, as ``estimated_stepping_batches`` does). The first
-  pass over that epoch then skips those batches at the index level: nothing is read or collated,
-  and under DDP each rank skips in its own shard (the skip wraps the sampler Lightning installed).
 - :class:`AtomicCheckpointIO` writes a checkpoint to a temporary file beside the target, fsyncs it
   and renames it over the target, so a kill mid-write leaves the previous checkpoint intact.
   ``lightning-metrics fit`` installs it unless the config names its own plugins.
@@ -18,67 +11,16 @@ writes, and one-line errors for a checkpoint that cannot be resumed from.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
-from torch.utils.data import DataLoader
 
 from lightning_metrics.atomic import atomic_path
-from lightning_metrics.checkpoint import read_checkpoint
 from lightning_metrics.errors import InputError
-
-
-class _SkipFirst:
-    """A batch sampler whose next pass starts ``skip`` batches in (once); its length stays whole."""
-
-    def __init__(self, batches, skip: int = 0):
-        self.batches, self.skip = batches, skip
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-    def __iter__(self):
-        skip, self.skip = self.skip, 0
-        return itertools.islice(iter(self.batches), skip, None)
-
-
-class ResumableLoader(DataLoader):
-    """A training DataLoader that resumes mid-epoch where it was checkpointed (see the module docstring)."""
-
-    def __init__(self, *args: Any, resume: Optional[dict] = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._skipper = _SkipFirst(super()._index_sampler)
-        self._epoch, self._yielded = 0, 0
-        self._resume: Optional[dict] = dict(resume) if resume else None
-
-    @property
-    def _index_sampler(self):
-        skipper = self.__dict__.get("_skipper")
-        return skipper if skipper is not None else super()._index_sampler
-
-    def _sampler_epoch(self) -> int:
-        return int(getattr(self.sampler, "epoch", 0) or 0)
-
-    def __iter__(self):
-        epoch, skip = self._sampler_epoch(), 0
-        if self._resume is not None and int(self._resume.get("epoch", -1)) == epoch:
-            batches = int(self._resume.get("batches", 0))
-            skip = batches if 0 < batches < len(self) else 0
-        self._resume = None
-        self._skipper.skip = skip
-        self._epoch, self._yielded = epoch, skip
-        for batch in super().__iter__():
-            self._yielded += 1
-            yield batch
-
-    def state_dict(self) -> dict:
-        return {"epoch": self._epoch, "batches": self._yielded}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self._resume = dict(state_dict)
+from lightning_metrics.models.options import grouped
+from lightning_metrics.storage.checkpoint import read_checkpoint
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -106,7 +48,7 @@ def check_resume_checkpoint(path: str, model_class_path: Optional[str], model_ar
     checkpoint = read_checkpoint(file, label=path, mmap=True)
     if "state_dict" not in checkpoint or "loops" not in checkpoint:
         raise InputError(path, "not a Lightning training checkpoint (no state_dict/loops): cannot resume from it")
-    saved = checkpoint.get("hyper_parameters") or {}
+    saved = grouped(checkpoint.get("hyper_parameters") or {})
     family = saved.get("_class_path")
     name = lambda class_path: class_path.rsplit(".", 1)[-1]  # noqa: E731 - jsonargparse may spell the module either way
     if family and model_class_path and name(family) != name(model_class_path):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import os
 import struct
 from pathlib import Path
 
 import numpy as np
 
 from lightning_metrics.errors import EncoderNotFoundError
+from lightning_metrics.storage.cache import cache_dir
 
 E5_ENCODER = "multilingual-e5-small"
 PACKAGE_FILE = "e5-small-q4.bin"
@@ -53,21 +53,14 @@ def package_file() -> Path:
     return path
 
 
-def cache_root() -> Path:
-    """``$LIGHTNING_METRICS_CACHE``, else ``$XDG_CACHE_HOME/lightning-metrics``, else ``~/.cache/...``."""
-    if os.environ.get("LIGHTNING_METRICS_CACHE"):
-        return Path(os.environ["LIGHTNING_METRICS_CACHE"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "lightning-metrics"
-
-
 @functools.lru_cache(maxsize=None)
 def e5_encoder_path() -> Path:
     """The built transformers folder: verified and reused if it exists, else built now."""
-    from lightning_metrics.artifact import sha256_of
+    from lightning_metrics.storage.artifact import sha256_of
 
     source = package_file()
     digest = sha256_of(source)
-    folder = cache_root() / "encoders" / f"{E5_ENCODER}-{digest[:12]}"
+    folder = cache_dir("encoders") / f"{E5_ENCODER}-{digest[:12]}"
     if folder.is_dir() and _verified(folder, digest):
         return folder
     build_folder(source, folder, digest)
@@ -76,8 +69,8 @@ def e5_encoder_path() -> Path:
 
 def build_folder(source: Path, folder: Path, digest: str | None = None) -> Path:
     """Write the transformers folder for ``source`` at ``folder``, atomically, with its build record."""
-    from lightning_metrics.artifact import sha256_of
     from lightning_metrics.atomic import atomic_folder, write_json
+    from lightning_metrics.storage.artifact import sha256_of
 
     packed = read_packed(source)
     with atomic_folder(folder) as tmp:
@@ -93,7 +86,7 @@ def build_folder(source: Path, folder: Path, digest: str | None = None) -> Path:
 
 def _verified(folder: Path, digest: str) -> bool:
     """Whether ``folder`` holds a complete build of the source with this sha256 (else rebuild it)."""
-    from lightning_metrics.artifact import sha256_of
+    from lightning_metrics.storage.artifact import sha256_of
 
     try:
         record = json.loads((folder / BUILD_RECORD).read_text(encoding="utf-8"))

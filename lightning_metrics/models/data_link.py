@@ -2,8 +2,8 @@
 
 The model and the data module never read each other. Settings both need are given to both:
 ``fit`` links the model's ``encoder``, ``targets``, signals and batch layout into the data
-module's arguments (:mod:`lightning_metrics.training`); a Python user passes
-``**model.batch_layout`` to the data module. At fit time :class:`DataLink`, which every metric
+module's arguments (:mod:`lightning_metrics.training.lightning_cli`); a Python user passes
+``layout=model.batch_layout`` to the data module. At fit time :class:`DataLink`, which every metric
 model installs (``configure_callbacks``), checks that the two agree and hands the training
 data's statistics, group names and summary to the model and its checkpoints.
 """
@@ -33,7 +33,7 @@ def link_problem(model, data) -> str | None:
         return (
             f"{family} reads {layout['input_format']} batches of {list(layout['text_fields'])}, but the data module "
             "makes "
-            f"{data.input_format} batches of {list(data.text_fields)}; build it with **model.batch_layout"
+            f"{data.input_format} batches of {list(data.text_fields)}; build it with layout=model.batch_layout"
         )
     return None
 

@@ -29,17 +29,18 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from lightning_metrics.data.batching import pad_sequences
-from lightning_metrics.encoders import DEFAULT_ENCODER, load_encoder
-from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.inference import (
+from lightning_metrics.encoders.inference import (
     attention_kernels,
     batch_limits,
     dtype_of,
     length_batches,
+    resolve_device,
     resolve_precision,
     to_device,
 )
+from lightning_metrics.encoders.loading import DEFAULT_ENCODER, load_encoder
+from lightning_metrics.encoders.sequences import pad_sequences
+from lightning_metrics.errors import InputError, LightningMetricsError
 
 # Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
 # From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
@@ -149,7 +150,7 @@ class BERTScorer:
     :meth:`score`). ``baseline`` (a dict or a ``bertscore-baseline`` JSON file) turns on
     rescaling. ``device`` is ``"cpu"``, ``"cuda"`` or ``"auto"``; ``precision`` is ``fp32``, ``bf16``
     (the encoder's weights in bfloat16) or ``auto`` (bf16 on CUDA, else fp32). ``batch_size`` caps
-    the sentences per encoder batch (default: :func:`~lightning_metrics.inference.batch_limits`).
+    the sentences per encoder batch (default: :func:`~lightning_metrics.encoders.inference.batch_limits`).
     """
 
     def __init__(
@@ -173,9 +174,7 @@ class BERTScorer:
             raise LightningMetricsError(
                 f"layer {self.layer} is out of range for {self.model_name}: choose 0..{n_layers}"
             )
-        self.device = torch.device(
-            "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
-        )
+        self.device = torch.device(resolve_device(device))
         self.precision = resolve_precision(precision, self.device)
         self.encoder = _truncate(encoder, self.layer).eval().to(self.device, dtype_of(self.precision))
         self.batch_size, self.progress, self.chunk_pairs = batch_size, progress, int(chunk_pairs)

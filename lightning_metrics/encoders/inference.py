@@ -18,6 +18,7 @@ and the precision training defaults to (:func:`training_precision`).
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -29,6 +30,53 @@ PRECISIONS = ("auto", "fp32", "bf16")
 CPU_BATCH_ROWS = 64
 GPU_BATCH_TOKENS = 65_536  # padded tokens per encoder batch on CUDA
 GPU_BATCH_ROWS = 4096  # rows per encoder batch on CUDA, when batch_size is not given
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How a metric runs when it scores, as one value that travels from the command line to the encoder.
+
+    ``batch_size``: rows per encoder batch (default 64 on the CPU; on CUDA, batches fill a budget of
+    padded tokens); ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:1``...;
+    ``devices > 1`` scores learned metrics with Lightning's DDP; ``progress``: a progress bar (None:
+    on for long inputs).
+    """
+
+    batch_size: int | None = None
+    device: str = "auto"
+    devices: int = 1
+    progress: bool | None = None
+
+    def on_device(self) -> "ScoreOptions":
+        """The same options with ``device`` resolved and checked (:func:`resolve_device`)."""
+        return replace(self, device=resolve_device(self.device))
+
+    def replace(self, **changes) -> "ScoreOptions":
+        return replace(self, **changes)
+
+
+def resolve_device(device: str | torch.device) -> str:
+    """``auto`` is CUDA when present, else the CPU; any other name is checked: a device this machine
+    does not have is one :class:`LightningMetricsError` naming it, not a traceback mid-run."""
+    text = str(device)
+    if text == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        target = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise LightningMetricsError(f"--device {text}: not a device name (auto, cpu, cuda, cuda:1, ...)") from None
+    if target.type == "cuda":
+        if not torch.cuda.is_available():
+            raise LightningMetricsError(f"--device {text}: this machine has no CUDA device; use --device cpu or auto")
+        if target.index is not None and target.index >= torch.cuda.device_count():
+            raise LightningMetricsError(
+                f"--device {text}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
+            )
+    elif target.type == "mps" and not torch.backends.mps.is_available():
+        raise LightningMetricsError(f"--device {text}: MPS is not available here; use --device cpu or auto")
+    elif target.type not in ("cpu", "cuda", "mps"):
+        raise LightningMetricsError(f"--device {text}: this framework runs on cpu, cuda or mps")
+    return text
 
 
 def check_precision(precision: str | None) -> str:

@@ -1,15 +1,16 @@
 """`lightning-metrics fit | validate | test --config ...`: LightningCLI over our models and data.
 
 Every run starts from the shared trainer defaults, :data:`TRAINER_DEFAULTS` (checkpoints and
-early stopping on ``val_kendall``, clipping, validation twice an epoch); a config states what
-differs. Unless a config names its loggers, the run logs to CSV and W&B under
+early stopping on ``val_kendall``, clipping, validation twice an epoch, a progress bar); a config
+states what differs, and an explicit setting wins over a default callback it contradicts
+(:func:`contradicts`). Unless a config names its loggers, the run logs to CSV and W&B under
 ``trainer.default_root_dir``; W&B stays offline unless ``WANDB_MODE`` says otherwise. Precision
-defaults to :func:`~lightning_metrics.inference.training_precision` (``trainer.precision: null``),
-and ``ddp``/``ddp_spawn`` become their ``find_unused_parameters_true`` variants while
-``nr_frozen_epochs`` freezes the encoder.
-The data module's ``encoder``, ``targets`` and hybrid ``signals`` settings, and its batch layout
-(``input_format``, ``text_fields``), are linked from the model's, so a config states them once
-(a value given for the data is replaced by the model's).
+defaults to :func:`~lightning_metrics.encoders.inference.training_precision` (``trainer.precision:
+null``), and ``ddp``/``ddp_spawn`` become their ``find_unused_parameters_true`` variants while
+``optim.nr_frozen_epochs`` freezes the encoder. The data module's ``encoder``, ``targets`` and
+``signals``, and its batch ``layout``, are linked from the model's, so a config states them once
+(a value given for the data is replaced by the model's). An error of ours raised while the model
+or the data module is built is its one line.
 """
 
 from __future__ import annotations
@@ -18,34 +19,45 @@ import os
 from pathlib import Path
 
 import torch
-from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint, ProgressBar
 from pytorch_lightning.cli import LightningCLI
 
-from lightning_metrics.config_checks import check_training_config
 from lightning_metrics.data.base import MetricDataModule
-from lightning_metrics.inference import native_cpu_bf16, training_precision
+from lightning_metrics.encoders.inference import native_cpu_bf16, training_precision
+from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.base import MetricModel
-from lightning_metrics.resume import AtomicCheckpointIO, check_resume_checkpoint
+from lightning_metrics.training.config_checks import check_training_config
+from lightning_metrics.training.resume import AtomicCheckpointIO, check_resume_checkpoint
 
-TRAINER_DEFAULTS = Path(__file__).parent / "resources" / "trainer.yaml"
-LINKED = ("encoder", "targets", "signals", "signal_encoder", "signal_layer")  # model.init_args.X -> data.init_args.X
-LAYOUT = {"input_format": "input_format", "train_fields": "text_fields"}  # the built model's X -> data.init_args.Y
+TRAINER_DEFAULTS = Path(__file__).parents[1] / "resources" / "trainer.yaml"
+LINKED = ("encoder", "targets", "signals")  # model.init_args.X -> data.init_args.X
 
 
 class MetricsCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         for key in LINKED:
             parser.link_arguments(f"model.init_args.{key}", f"data.init_args.{key}")
-        for attribute, argument in LAYOUT.items():  # the batch layout is the model's: known once it is built
-            parser.link_arguments(f"model.{attribute}", f"data.init_args.{argument}", apply_on="instantiate")
+        # the batch layout is the model's: known once it is built
+        parser.link_arguments("model.batch_layout", "data.init_args.layout", apply_on="instantiate")
+
+    def instantiate_classes(self) -> None:
+        """As LightningCLI's, but an error of ours raised while a model or data module is built (an
+        encoder that is not there, starting weights that do not fit) is its one line, not
+        jsonargparse's dump of the whole config around it."""
+        try:
+            super().instantiate_classes()
+        except Exception as e:  # noqa: BLE001 - searched for our own error, re-raised otherwise
+            ours = _our_error(e)
+            if ours is None:
+                raise
+            raise ours from None
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
-        if not config.get("plugins"):  # checkpoints written atomically (lightning_metrics.resume)
+        if not config.get("plugins"):  # checkpoints written atomically (lightning_metrics.training.resume)
             config["plugins"] = [AtomicCheckpointIO()]
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers(config.get("default_root_dir") or os.getcwd())
-        if config.get("enable_checkpointing") is False:  # the defaults' ModelCheckpoint would contradict it
-            config["callbacks"] = [c for c in config.get("callbacks") or [] if not isinstance(c, ModelCheckpoint)]
+        config["callbacks"] = [c for c in config.get("callbacks") or [] if not contradicts(c, config)]
         return super()._instantiate_trainer(config, callbacks)
 
     def _parse_ckpt_path(self) -> None:
@@ -70,7 +82,8 @@ class MetricsCLI(LightningCLI):
         _warn_slow_cpu_bf16(trainer)
         files = [str(p) for p in (config.get("config") or [])]
         check_training_config(config, ", ".join(files) if files else "the command line")
-        frozen = float(config.model.init_args.get("nr_frozen_epochs") or 0) if config.get("model") else 0.0
+        optim = config.model.init_args.get("optim") if config.get("model") else None
+        frozen = float(optim.get("nr_frozen_epochs") or 0) if optim is not None else 0.0
         if frozen > 0 and trainer.get("strategy") in ("ddp", "ddp_spawn"):
             # a frozen encoder yields no gradients for a while: DDP must be told to expect that
             trainer.strategy = f"{trainer.strategy}_find_unused_parameters_true"
@@ -78,6 +91,29 @@ class MetricsCLI(LightningCLI):
         for logger in loggers if isinstance(loggers, list) else [loggers]:
             if getattr(logger, "class_path", "").endswith("WandbLogger"):
                 logger.init_args.offline = os.environ.get("WANDB_MODE", "offline") != "online"
+
+
+def _our_error(error: BaseException) -> LightningMetricsError | None:
+    """The first :class:`LightningMetricsError` in ``error``'s chain of causes, else None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, LightningMetricsError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def contradicts(callback, trainer: dict) -> bool:
+    """Whether a callback of the shared defaults contradicts an explicit trainer setting, which wins:
+    ``enable_checkpointing: false`` drops ModelCheckpoint, ``enable_progress_bar: false`` the progress
+    bar, and ``logger: false`` the learning-rate monitor (it needs a logger). Lightning would raise
+    on each of these pairs."""
+    if trainer.get("enable_checkpointing") is False and isinstance(callback, ModelCheckpoint):
+        return True
+    if trainer.get("enable_progress_bar") is False and isinstance(callback, ProgressBar):
+        return True
+    return trainer.get("logger") in (False, [], ()) and isinstance(callback, LearningRateMonitor)
 
 
 def default_loggers(root: str) -> list:

@@ -7,11 +7,14 @@ from typing import Optional
 
 from jsonargparse import ArgumentParser
 
-from lightning_metrics.cli_common import (
+from lightning_metrics.cli.common import (
+    MAX_LENGTH_HELP,
+    SPEC_HELP,
     _add_column_flags,
     _add_device_flag,
     _add_encoder_flags,
     _columns,
+    _score_options,
     _subparser,
     _write_json,
 )
@@ -19,8 +22,6 @@ from lightning_metrics.parallel import default_num_proc
 
 
 def _evaluate_parser() -> ArgumentParser:
-    from lightning_metrics.metrics import builtin_names
-
     p = _subparser("Correlate metrics with the human scores of a ratings file.")
     p.add_argument(
         "--data",
@@ -33,7 +34,7 @@ def _evaluate_parser() -> ArgumentParser:
         type=str,
         nargs="+",
         default=["bleu", "chrf"],
-        help=f"exported metric folders or built-in metrics: {', '.join(builtin_names())}",
+        help=f"metric specs, one or more: {SPEC_HELP[len('a metric spec: ') :]}",
     )
     p.add_argument("--group", type=str, default=None, help="column to group by, e.g. lp (default: no grouping)")
     p.add_argument("--bootstrap", type=int, default=1000, help="segment resamples for 95%% CIs (0: none)")
@@ -55,84 +56,42 @@ def _evaluate_parser() -> ArgumentParser:
         default=False,
         help="add WMT's DARR Kendall (pairs of one source whose raw DA scores differ by > 25)",
     )
-    p.add_argument(
-        "--max-length",
-        type=Optional[int],
-        default=None,
-        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); "
-        "longer rows are counted and truncated",
-    )
-    _add_bertscore_flags(p)
+    p.add_argument("--max-length", type=Optional[int], default=None, help=MAX_LENGTH_HELP)
+    _add_encoder_flags(p)
+    _add_device_flag(p)
     _add_column_flags(p)
     return p
 
 
-def _add_bertscore_flags(parser: ArgumentParser, prefix: str = "bertscore-") -> None:
-    group = parser.add_argument_group("BERTScore")
-    group.add_argument(
-        f"--{prefix}model",
-        type=str,
-        default="default",
-        help="encoder: 'default' (all-MiniLM-L6-v2), a folder or a hub name",
-    )
-    group.add_argument(
-        f"--{prefix}layer",
-        type=Optional[int],
-        default=None,
-        help="layer (default: documented per model, else the last)",
-    )
-    group.add_argument(f"--{prefix}idf", type=bool, default=False, help="weight tokens by IDF over the references")
-    group.add_argument(
-        f"--{prefix}baseline",
-        type=Optional[str],
-        default=None,
-        help="baseline JSON from bertscore-baseline, to rescale",
-    )
-    _add_encoder_flags(group)
-    _add_device_flag(group)
-
-
-def _bertscore_options(cfg) -> dict:
-    return {
-        "model": cfg.bertscore_model,
-        "layer": cfg.bertscore_layer,
-        "idf": cfg.bertscore_idf,
-        "baseline": cfg.bertscore_baseline,
-        "precision": cfg.precision,
-    }
-
-
 def run_evaluate(cfg) -> int:
     from lightning_metrics.data.readers import read_ratings
-    from lightning_metrics.evaluate import evaluate, format_table
-    from lightning_metrics.metrics import check_names, metric_inputs
+    from lightning_metrics.evaluation.evaluate import evaluate, format_table
+    from lightning_metrics.metrics import metric_inputs, parse_specs
 
-    check_names(cfg.metrics)
-    needs = {f for m in cfg.metrics for f in metric_inputs(m)}  # a table without ref suits reference-free metrics
+    specs = parse_specs(cfg.metrics)  # every spec checked before any work
+    options = _score_options(cfg)
+    needs = {f for spec in specs for f in metric_inputs(spec)}  # a table without ref suits reference-free metrics
     data = read_ratings(
         cfg.data, columns=_columns(cfg), required=("mt", "score", *sorted(needs - {"mt"})), on_invalid=cfg.on_invalid
     )
     ev = evaluate(
         data,
-        cfg.metrics,
+        specs,
         group=cfg.group,
         bootstrap=cfg.bootstrap,
         seed=cfg.seed,
         source=cfg.data,
         num_proc=cfg.num_proc,
-        bertscore=_bertscore_options(cfg),
-        batch_size=cfg.batch_size,
-        device=cfg.device,
-        progress=False if cfg.quiet else None,
+        options=options,
         max_length=cfg.max_length,
-        darr=cfg.darr,
         precision=cfg.precision,
+        darr=cfg.darr,
     )
     print(format_table(ev))
     if cfg.json:
         _write_json(cfg.json, ev.to_dict())
     if cfg.plot:
-        from lightning_metrics.evaluate import plot_evaluation
+        from lightning_metrics.evaluation.evaluate import plot_evaluation
 
         print("plots: " + ", ".join(str(p) for p in plot_evaluation(ev, cfg.plot)))
     return 0
@@ -161,7 +120,7 @@ def _baseline_parser() -> ArgumentParser:
 
 
 def run_baseline(cfg) -> int:
-    from lightning_metrics.bertscore import BERTScorer, compute_baseline
+    from lightning_metrics.baselines.bertscore import BERTScorer, compute_baseline
     from lightning_metrics.data.readers import read_corpus
 
     corpus = read_corpus(cfg.corpus, column=cfg.column)
@@ -171,7 +130,7 @@ def run_baseline(cfg) -> int:
         idf=cfg.idf,
         idf_corpus=corpus if cfg.idf else None,
         batch_size=cfg.batch_size,
-        device=cfg.device,
+        device=_score_options(cfg).device,
         precision=cfg.precision,
     )
     baseline = compute_baseline(scorer, corpus, n_pairs=cfg.n_pairs, seed=cfg.seed)

@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from lightning_metrics.correlation import Correlations, correlate_metrics
+from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import InputError
 
 TABLE_STATS = ("seg_kendall", "seg_pearson", "sys_pearson")
@@ -72,25 +73,22 @@ def evaluate(
     scorer: Callable[[Sequence[str], list[str], list[str], list[str] | None], dict[str, list[float]]] | None = None,
     source: str = "data",
     num_proc: int = 1,
-    bertscore: dict | None = None,
-    batch_size: int | None = None,
-    device: str = "auto",
-    progress: bool | None = None,
+    options: ScoreOptions | None = None,
     max_length: int | None = None,
+    precision: str | None = None,
     darr: bool = False,
     darr_threshold: float = 25.0,
-    precision: str | None = None,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
     ``data`` is a ``datasets.Dataset`` (or a dict of columns) with ``mt``, ``ref`` and
     ``score`` (and ``src`` for metrics that read it); a ``system`` column adds system-level
-    correlations. ``scorer(names, mt, ref, src)`` returns segment scores per name (default:
-    :func:`lightning_metrics.metrics.score_many`: built-in names and exported metric folders).
-    ``num_proc`` processes share the lexical scoring and the bootstrap; ``bertscore`` holds
-    BERTScore's settings; ``batch_size``, ``device``, ``precision`` and ``progress`` go to every
-    metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds WMT's DARR Kendall
-    over pairs of outputs of one source whose ``raw`` DA scores differ by more than
+    correlations. ``metrics`` are metric specs (``chrf``, ``bertscore:layer=4``, a folder, ``LABEL=SPEC``),
+    whose labels key the results. ``scorer(specs, mt, ref, src)`` returns segment scores per label
+    (default: :func:`lightning_metrics.metrics.score_many`). ``num_proc`` processes share the lexical
+    scoring and the bootstrap; ``options`` (:class:`~lightning_metrics.metrics.ScoreOptions`) and
+    ``precision`` go to every metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds
+    WMT's DARR Kendall over pairs of outputs of one source whose ``raw`` DA scores differ by more than
     ``darr_threshold``. Without a ``ref`` column only reference-free metrics can be evaluated.
     """
     from lightning_metrics.metrics import score_many
@@ -103,11 +101,9 @@ def evaluate(
     mt, human = list(data["mt"]), np.asarray(data["score"], dtype=float)
     ref = list(data["ref"]) if "ref" in columns else None
     src = list(data["src"]) if "src" in columns else None
-    options = {"num_proc": num_proc, "bertscore": bertscore, "batch_size": batch_size, "device": device}
-    options.update(progress=progress, max_length=max_length, precision=precision)
 
-    def score_all(names, m, r, s):
-        return score_many(names, m, r, s, **options)
+    def score_all(specs, m, r, s):
+        return score_many(specs, m, r, s, options, num_proc=num_proc, max_length=max_length, precision=precision)
 
     scorer = scorer or score_all
     scores = scorer(list(metrics), mt, ref, src)
@@ -150,7 +146,7 @@ def darr_by_group(scores: dict[str, list[float]], data, groups: list[str] | None
 
 def plot_evaluation(ev: Evaluation, out: str) -> list:
     """``evaluate --plot DIR``: a scatter plot per group and a Kendall bar chart with the bootstrap CIs."""
-    from lightning_metrics.plots import kendall_bars, scatter_plots
+    from lightning_metrics.evaluation.plots import kendall_bars, scatter_plots
 
     table = {
         m: {g: (c.seg_kendall, *c.ci.get("seg_kendall", (math.nan, math.nan))) for g, c in by_group.items()}

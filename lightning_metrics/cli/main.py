@@ -14,18 +14,22 @@ from typing import Optional
 
 from jsonargparse import ArgumentParser
 
-from lightning_metrics import __version__
-from lightning_metrics.cli_common import (
+from lightning_metrics.cli.common import (
+    SPEC_HELP,
+    CurrentStderr,
     _add_device_flag,
     _add_encoder_flags,
     _config_file_problem,
     _repeated_list_option,
+    _score_options,
     _subparser,
     log,
+    quiet_third_party,
 )
-from lightning_metrics.cli_evaluation import _baseline_parser, _evaluate_parser, run_baseline, run_evaluate
-from lightning_metrics.cli_ranges import annotate, range_problem
-from lightning_metrics.cli_scoring import (
+from lightning_metrics.cli.evaluation import _baseline_parser, _evaluate_parser, run_baseline, run_evaluate
+from lightning_metrics.cli.paths import path_problem
+from lightning_metrics.cli.ranges import annotate, range_problem
+from lightning_metrics.cli.scoring import (
     _compare_parser,
     _rerank_parser,
     _score_parser,
@@ -35,6 +39,7 @@ from lightning_metrics.cli_scoring import (
 )
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import default_num_proc
+from lightning_metrics.version import __version__
 
 
 def _generate_parser() -> ArgumentParser:
@@ -88,14 +93,7 @@ def run_generate(cfg) -> int:
 
 def _probe_parser() -> ArgumentParser:
     p = _subparser("Audit a metric: how often does it score each perturbation below the unchanged reference?")
-    from lightning_metrics.metrics import builtin_names
-
-    p.add_argument(
-        "--metric",
-        type=str,
-        required=True,
-        help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}",
-    )
+    p.add_argument("--metric", type=str, required=True, help=SPEC_HELP)
     p.add_argument(
         "--corpus",
         type=Optional[str],
@@ -124,6 +122,7 @@ def run_probe(cfg) -> int:
     from lightning_metrics.data.readers import read_corpus_with_sources
     from lightning_metrics.metrics import load_metric
 
+    options = _score_options(cfg).replace(progress=False)
     metric = load_metric(cfg.metric, precision=cfg.precision)
     if cfg.corpus is None:
         from data_gen.wordnet import example_sentences
@@ -138,9 +137,8 @@ def run_probe(cfg) -> int:
             f"{cfg.metric} reads sources: give --sources FILE (a line per corpus sentence) "
             "or a parallel --corpus table with src and ref columns"
         )
-    options = {"batch_size": cfg.batch_size, "device": cfg.device, "progress": False}
     rows = probe(
-        lambda mt, ref, src=None: metric.score(mt=mt, ref=ref, src=src, **options).scores,
+        lambda mt, ref, src=None: metric.score(mt=mt, ref=ref, src=src, options=options).scores,
         corpus,
         n_sentences=cfg.n,
         seed=cfg.seed,
@@ -160,8 +158,8 @@ def _export_parser() -> ArgumentParser:
         type=str,
         nargs="+",
         default=None,
-        help="instead of a checkpoint: exported metric folders (NAME=FOLDER to label one) and/or built-in "
-        "metrics to average (options after a colon: bertscore:model=multilingual-e5-small,layer=7)",
+        help="instead of a checkpoint: the metric specs to average, exported folders (LABEL=FOLDER to label "
+        "one) and/or built-ins with their options (bertscore:model=multilingual-e5-small,layer=7)",
     )
     p.add_argument(
         "--data", type=Optional[str], default=None, help="with --ensemble: ratings whose rows standardise each member"
@@ -181,18 +179,17 @@ def _export_parser() -> ArgumentParser:
 
 
 def run_export(cfg) -> int:
-    from lightning_metrics.export import export_checkpoint
+    from lightning_metrics.training.export import export_checkpoint
 
     if cfg.ensemble:
-        from lightning_metrics.metrics.base import resolve_device
-        from lightning_metrics.metrics.ensemble import export_ensemble
+        from lightning_metrics.metrics.ensemble_export import export_ensemble
 
         if cfg.checkpoint is not None or cfg.data is None:
             raise LightningMetricsError(
                 "export --ensemble A B ... takes no checkpoint, and needs --data RATINGS to standardise the members"
             )
         folder = export_ensemble(
-            cfg.ensemble, cfg.out, cfg.data, cfg.weights, cfg.force, cfg.max_rows, cfg.seed, resolve_device(cfg.device)
+            cfg.ensemble, cfg.out, cfg.data, cfg.weights, cfg.force, cfg.max_rows, cfg.seed, _score_options(cfg)
         )
         print(f"exported ensemble of {', '.join(cfg.ensemble)} -> {folder}")
         return 0
@@ -226,8 +223,8 @@ def _import_parser() -> ArgumentParser:
 
 
 def run_import(cfg) -> int:
-    from lightning_metrics.artifact import read_export
     from lightning_metrics.importers import fine_tune_command, import_metric
+    from lightning_metrics.storage.artifact import read_export
 
     folder = import_metric(cfg.source, cfg.out, encoder=cfg.encoder, force=cfg.force)
     print(f"imported {cfg.source} -> {folder}")
@@ -238,7 +235,7 @@ def run_import(cfg) -> int:
 def _quickstart_parser() -> ArgumentParser:
     from dataclasses import fields
 
-    from lightning_metrics.quickstart import QuickstartSettings
+    from lightning_metrics.cli.quickstart import QuickstartSettings
 
     p = _subparser("Run the main job on the embedded defaults: generate, pre-train, export, score, probe.")
     p.add_argument("--out", type=str, default="runs/quickstart", help="folder for data, logs and training checkpoints")
@@ -260,7 +257,7 @@ def _quickstart_parser() -> ArgumentParser:
 def run_quickstart(cfg) -> int:
     from dataclasses import fields
 
-    from lightning_metrics import quickstart
+    import lightning_metrics.cli.quickstart as quickstart
 
     settings = quickstart.QuickstartSettings(
         **{f.name: getattr(cfg, f.name) for f in fields(quickstart.QuickstartSettings)}
@@ -279,7 +276,7 @@ def _plot_run_parser() -> ArgumentParser:
 
 
 def run_plot_run(cfg) -> int:
-    from lightning_metrics.plots import training_curves
+    from lightning_metrics.evaluation.plots import training_curves
 
     for path in training_curves(cfg.run_dir, cfg.out):
         print(path)
@@ -318,7 +315,8 @@ def build_parser(commands: dict | None = None) -> ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lightning-metrics {__version__}")
     parser.epilog = (
-        "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there)."
+        "Training: lightning-metrics fit|validate|test --config CONFIG.yaml (LightningCLI; see --help there). "
+        "Every command takes --verbose: other packages' tips and deprecation warnings are shown too."
     )
     sub = parser.add_subcommands(dest="command")
     for name, (_, _, help_text) in COMMANDS.items():
@@ -328,53 +326,70 @@ def build_parser(commands: dict | None = None) -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
-    log.addHandler(handler)
+    """The ``lightning-metrics`` command; ``argv=None`` reads ``sys.argv``. Returns the exit code:
+    0, or 2 with one line on stderr for a problem with what was given."""
+    _log_to_stderr()
+    from_shell = argv is None
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--verbose" in argv:  # any position: other packages' tips and deprecation warnings stay
+        argv = [a for a in argv if a != "--verbose"]
+    else:
+        quiet_third_party()
+    try:
+        problem = _config_file_problem(argv)
+        if problem:
+            raise LightningMetricsError(problem)
+        if argv and argv[0] in LIGHTNING_COMMANDS:
+            return _train(argv, from_shell)
+        return _run_subcommand(argv)
+    except LightningMetricsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _log_to_stderr() -> None:
+    """Our log records (warnings that count truncated rows, skipped rows, ...) as ``LEVEL: message``."""
+    if not any(isinstance(h, CurrentStderr) for h in log.handlers):
+        handler = CurrentStderr()
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    from_shell = argv is None
-    argv = sys.argv[1:] if argv is None else argv
-    problem = _config_file_problem(argv)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    if argv and argv[0] in LIGHTNING_COMMANDS:
-        from lightning_metrics.training import run_lightning
 
-        try:
-            return run_lightning(None if from_shell else argv)
-        except LightningMetricsError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+
+def _train(argv: list[str], from_shell: bool) -> int:
+    """``fit``, ``validate`` or ``test`` through LightningCLI, after the checks it does not make."""
+    from lightning_metrics.training.config_checks import moved_key_problem
+    from lightning_metrics.training.lightning_cli import run_lightning
+
+    moved = moved_key_problem(argv)
+    if moved:
+        raise LightningMetricsError(moved)
+    if from_shell:  # LightningCLI reads sys.argv itself (given both, it warns)
+        sys.argv[1:] = argv
+    return run_lightning(None if from_shell else argv)
+
+
+def _run_subcommand(argv: list[str]) -> int:
+    """Parse one of :data:`COMMANDS`, check its ranges and paths, and run it."""
     commands = {name: make() for name, (make, _, _) in COMMANDS.items()}  # built once: checked here, then parsed with
     if argv and argv[0] in COMMANDS:
         repeated = _repeated_list_option(commands[argv[0]], argv[1:])
         if repeated:
-            print(f"error: {argv[0]}: {repeated}", file=sys.stderr)
-            return 2
+            raise LightningMetricsError(f"{argv[0]}: {repeated}")
     try:
         cfg = build_parser(commands).parse_args(argv)
     except ArgumentError as e:  # one line naming the option; --help lists them all
         command = argv[0] if argv and argv[0] in COMMANDS else ""
         where = f"{command}: " if command else ""
-        print(
-            f"error: {where}{' '.join(str(e).split())} (lightning-metrics {command} --help lists the options)".replace(
-                "  ", " "
-            ),
-            file=sys.stderr,
-        )
-        return 2
+        text = f"{where}{' '.join(str(e).split())} (lightning-metrics {command} --help lists the options)"
+        raise LightningMetricsError(text.replace("  ", " ")) from None
+    options = getattr(cfg, cfg.command)
+    problem = range_problem(cfg.command, options) or path_problem(cfg.command, options)
+    if problem:
+        raise LightningMetricsError(f"{cfg.command}: {problem}")
     _, run, _ = COMMANDS[cfg.command]
-    outside = range_problem(cfg.command, getattr(cfg, cfg.command))
-    if outside:
-        print(f"error: {cfg.command}: {outside}", file=sys.stderr)
-        return 2
-    try:
-        return run(getattr(cfg, cfg.command))
-    except LightningMetricsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run(options)
 
 
 if __name__ == "__main__":

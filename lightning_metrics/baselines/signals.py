@@ -22,22 +22,27 @@ from typing import Optional, Sequence
 import numpy as np
 
 from lightning_metrics.atomic import atomic_path
+from lightning_metrics.baselines.scores import BERTSCORE, LEXICAL, baseline_scores
+from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
 
-LEXICAL_SIGNALS = ("bleu", "chrf", "rouge1", "rouge2", "rougeL")
-BERTSCORE_SIGNALS = ("bertscore_p", "bertscore_r", "bertscore_f")
+LEXICAL_SIGNALS = LEXICAL
+BERTSCORE_SIGNALS = BERTSCORE
 ALL_SIGNALS = LEXICAL_SIGNALS + BERTSCORE_SIGNALS
 
 
 @dataclass(frozen=True)
 class SignalSpec:
-    """Which signals, and the BERTScore encoder and layer they use."""
+    """Which signals (``names``), and the BERTScore ``encoder`` and ``layer`` they use (the layer
+    defaults to BERTScore's for that encoder). A model's ``signals`` and its data module's are one
+    of these, linked by ``fit``."""
 
     names: tuple[str, ...]
     encoder: str = "default"
     layer: Optional[int] = None
 
     def __post_init__(self):
+        object.__setattr__(self, "names", tuple(self.names or ()))
         unknown = [n for n in self.names if n not in ALL_SIGNALS]
         if unknown or not self.names:
             raise LightningMetricsError(f"unknown signal(s) {unknown or '[]'}; choose from {list(ALL_SIGNALS)}")
@@ -60,12 +65,20 @@ class SignalSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def signal_spec(value) -> Optional[SignalSpec]:
+    """``value`` (a :class:`SignalSpec`, a dict of its fields, or None) as a spec with its layer resolved."""
+    if value is None:
+        return None
+    spec = value if isinstance(value, SignalSpec) else SignalSpec(**dict(value))
+    return spec.resolved()
+
+
 def resolve_layer(encoder: str) -> int:
     """BERTScore's documented default layer for ``encoder`` (read from its config alone)."""
     from transformers import AutoConfig
 
-    from lightning_metrics.bertscore import default_layer
-    from lightning_metrics.encoders import resolve_encoder
+    from lightning_metrics.baselines.bertscore import default_layer
+    from lightning_metrics.encoders.loading import resolve_encoder
 
     config = AutoConfig.from_pretrained(resolve_encoder(encoder))
     return default_layer(str(encoder), int(config.num_hidden_layers))
@@ -81,8 +94,7 @@ def compute_signals(
     ref: Sequence[str],
     cache_dir: str | os.PathLike | None = None,
     num_proc: int = 1,
-    device: str = "cpu",
-    progress: bool | None = None,
+    options: ScoreOptions | None = None,
 ) -> np.ndarray:
     """``[len(mt), len(spec.names)]`` signal values, each distinct pair computed once (see the module docstring)."""
     if len(mt) != len(ref):
@@ -98,7 +110,7 @@ def compute_signals(
     if todo:
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         rows = [first[k] for k in todo]
-        values = signal_values(spec, [mt[i] for i in rows], [ref[i] for i in rows], num_proc, device, progress)
+        values = signal_values(spec, [mt[i] for i in rows], [ref[i] for i in rows], num_proc, options)
         block = np.stack([np.asarray(values[n], dtype=np.float64) for n in spec.names], axis=1)
         known.update(zip(todo, block))
         if cache_file is not None:
@@ -108,28 +120,11 @@ def compute_signals(
 
 
 def signal_values(
-    spec: SignalSpec,
-    mt: list[str],
-    ref: list[str],
-    num_proc: int = 1,
-    device: str = "cpu",
-    progress: bool | None = None,
+    spec: SignalSpec, mt: list[str], ref: list[str], num_proc: int = 1, options: ScoreOptions | None = None
 ) -> dict[str, list[float]]:
-    """Each signal of ``spec`` per pair, from :mod:`~lightning_metrics.lexical` and
-    :mod:`~lightning_metrics.bertscore` with the built-in metrics' default settings; each family
-    (ROUGE-1/2/L, BERTScore P/R/F) is computed once."""
-    from lightning_metrics import lexical
-    from lightning_metrics.bertscore import BERTScorer
-
-    out: dict[str, list[float]] = {}
-    if "bleu" in spec.names:
-        out["bleu"] = lexical.sentence_bleu(mt, ref, num_proc=num_proc)
-    if "chrf" in spec.names:
-        out["chrf"] = lexical.sentence_chrf(mt, ref, num_proc=num_proc)
-    if any(n.startswith("rouge") for n in spec.names):
-        rouge = lexical.sentence_rouge(mt, ref, num_proc=num_proc)
-        out.update({n: rouge[n]["fmeasure"] for n in spec.names if n.startswith("rouge")})
-    if spec.needs_encoder:
-        scores = BERTScorer(spec.encoder, layer=spec.layer, device=device, progress=progress).score(mt, ref).as_dict()
-        out.update({n: scores[n] for n in spec.names if n in BERTSCORE_SIGNALS})
-    return out
+    """Each signal of ``spec`` per pair: the built-in metrics of those names with their default settings
+    (BERTScore on ``spec.encoder`` at ``spec.layer``), through :mod:`~lightning_metrics.baselines.scores`."""
+    bertscore = {"model": spec.encoder, "layer": spec.layer}
+    return baseline_scores(
+        spec.names, mt, ref, {"bertscore": bertscore}, options or ScoreOptions(device="cpu"), num_proc
+    )

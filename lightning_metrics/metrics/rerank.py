@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.metrics.base import Metric
 
@@ -69,10 +70,10 @@ def rerank(
     src: list[str] | None = None,
     ref: list[str] | None = None,
     mode: str | None = None,
-    **score_options,
+    options: ScoreOptions | None = None,
 ) -> list[Choice]:
     """The best candidate per source under ``mode`` (default: ``qe`` for reference-free metrics,
-    ``ref`` when references are given, else ``mbr``)."""
+    ``ref`` when references are given, else ``mbr``), every pair scored in one call run as ``options`` say."""
     mode = mode or ("qe" if not metric.needs_ref else "ref" if ref is not None else "mbr")
     if mode not in MODES:
         raise LightningMetricsError(f"rerank mode must be one of {MODES}, got {mode!r}")
@@ -102,7 +103,7 @@ def rerank(
                 mt.append(hyp)
                 refs.append(r)
     sources = [src[s] for s, _ in owner] if src is not None else None
-    scores = metric.score(mt=mt, ref=refs if metric.needs_ref else None, src=sources, **score_options).scores
+    scores = metric.score(mt=mt, ref=refs if metric.needs_ref else None, src=sources, options=options).scores
     utility: dict[tuple[int, int], list[float]] = {}
     for key, value in zip(owner, scores):
         utility.setdefault(key, []).append(value)

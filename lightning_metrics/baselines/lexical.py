@@ -40,10 +40,10 @@ def _bleu(tokenize: str, smooth_method: str, effective_order: bool, lowercase: b
 
 
 @lru_cache(maxsize=None)
-def _chrf(word_order: int, lowercase: bool):
+def _chrf(char_order: int, word_order: int, lowercase: bool):
     from sacrebleu.metrics import CHRF
 
-    return CHRF(word_order=word_order, lowercase=lowercase)
+    return CHRF(char_order=char_order, word_order=word_order, lowercase=lowercase)
 
 
 def _score_pairs(kind: str, params: tuple, pairs: Sequence[tuple[str, tuple[str, ...]]]) -> list[float]:
@@ -88,15 +88,22 @@ def corpus_bleu(
 
 
 def sentence_chrf(
-    hyps: Sequence[str], refs: Refs, word_order: int = 0, lowercase: bool = False, num_proc: int = 1
+    hyps: Sequence[str],
+    refs: Refs,
+    char_order: int = 6,
+    word_order: int = 0,
+    lowercase: bool = False,
+    num_proc: int = 1,
 ) -> list[float]:
     """Sentence chrF (0-100) per hypothesis; ``word_order=2`` gives chrF++."""
-    return _sentence_scores("chrf", (word_order, lowercase), hyps, refs, num_proc)
+    return _sentence_scores("chrf", (char_order, word_order, lowercase), hyps, refs, num_proc)
 
 
-def corpus_chrf(hyps: Sequence[str], refs: Refs, word_order: int = 0, lowercase: bool = False) -> float:
+def corpus_chrf(
+    hyps: Sequence[str], refs: Refs, char_order: int = 6, word_order: int = 0, lowercase: bool = False
+) -> float:
     """Corpus chrF (0-100), as ``sacrebleu.corpus_chrf``."""
-    return _chrf(word_order, lowercase).corpus_score(list(hyps), _ref_streams(hyps, refs)).score
+    return _chrf(char_order, word_order, lowercase).corpus_score(list(hyps), _ref_streams(hyps, refs)).score
 
 
 @lru_cache(maxsize=None)
@@ -152,5 +159,5 @@ def _corpus_metric(kind: str, **settings):
             settings.get("lowercase", False),
         )
     if kind == "chrf":
-        return _chrf(settings.get("word_order", 0), settings.get("lowercase", False))
+        return _chrf(settings.get("char_order", 6), settings.get("word_order", 0), settings.get("lowercase", False))
     raise ValueError(f"no corpus statistics for {kind!r}")

@@ -7,11 +7,14 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics.atomic import write_text
-from lightning_metrics.cli_common import (
+from lightning_metrics.cli.common import (
+    MAX_LENGTH_HELP,
+    SPEC_HELP,
     _add_column_flags,
     _add_device_flag,
     _add_encoder_flags,
     _columns,
+    _score_options,
     _subparser,
     _write_json,
 )
@@ -20,15 +23,8 @@ from lightning_metrics.tables import take_rows
 
 
 def _score_parser() -> ArgumentParser:
-    from lightning_metrics.metrics import builtin_names
-
     p = _subparser("Score system outputs with a metric, per segment and per system.")
-    p.add_argument(
-        "--model",
-        type=str,
-        required=True,
-        help=f"an exported metric folder, or a built-in metric: {', '.join(builtin_names())}",
-    )
+    p.add_argument("--model", type=str, required=True, help=SPEC_HELP)
     p.add_argument(
         "-t", "--translations", type=str, nargs="+", default=None, help="system output files, one segment per line"
     )
@@ -82,8 +78,7 @@ def _add_learned_metric_flags(p: ArgumentParser) -> None:
         "--max-length",
         type=Optional[int],
         default=None,
-        help="tokens per sequence for exported metrics (default 512, or the encoder's limit when smaller); "
-        "longer rows are counted and truncated",
+        help=MAX_LENGTH_HELP,
     )
 
 
@@ -98,7 +93,9 @@ def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list
         required = ("mt", *(("ref",) if needs_ref else ()), *(("src",) if needs_src else ()))
         data = read_ratings(cfg.data, columns=_columns(cfg), required=required, on_invalid=cfg.on_invalid)
         return (
-            paired_systems_from_table(data, cfg.data, getattr(cfg, "lp", None)) if paired else systems_from_table(data)
+            paired_systems_from_table(data, cfg.data, getattr(cfg, "lp", None), cfg.system_col)
+            if paired
+            else systems_from_table(data)
         )
     if not cfg.translations or (needs_ref and not cfg.references):
         raise LightningMetricsError(
@@ -108,29 +105,24 @@ def _systems_input(cfg, metric, paired: bool = False) -> tuple[dict, dict | list
         )
     if needs_src and not cfg.sources:
         raise LightningMetricsError(f"{cfg.model} reads sources: give -s SOURCE_FILE")
+    if paired and len(cfg.translations) < 2:
+        raise LightningMetricsError(f"-t names {len(cfg.translations)} system file; a comparison needs two or more")
     text = read_parallel_text(cfg.translations, ref=cfg.references, src=cfg.sources, on_invalid=cfg.on_invalid)
     return {str(p): lines for p, lines in zip(cfg.translations, text["mt"])}, text["ref"], text["src"]
 
 
-def _score_options(cfg) -> dict:
-    return {
-        "batch_size": cfg.batch_size,
-        "device": cfg.device,
-        "devices": cfg.devices,
-        "progress": False if cfg.quiet else None,
-        "mc_dropout": cfg.mc_dropout,
-        "seed": cfg.seed,
-        "multi_ref": cfg.multi_ref,
-    }
+def _scoring(cfg) -> dict:
+    """What ``score`` and ``compare`` hand to ``metric.score``: the options and the learned-metric flags."""
+    return {"options": _score_options(cfg), "mc_dropout": cfg.mc_dropout, "seed": cfg.seed, "multi_ref": cfg.multi_ref}
 
 
 def run_score(cfg) -> int:
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.systems import format_scores, score_systems
 
+    scoring = _scoring(cfg)
     metric = load_metric(cfg.model, max_length=cfg.max_length, precision=cfg.precision)
-    options = _score_options(cfg)
-    results = score_systems(metric, *_systems_input(cfg, metric), **options)
+    results = score_systems(metric, *_systems_input(cfg, metric), **scoring)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
     if cfg.json:
         _write_json(
@@ -162,14 +154,14 @@ def _compare_parser() -> ArgumentParser:
 
 
 def run_compare(cfg) -> int:
+    from lightning_metrics.evaluation.significance import compare_systems, format_comparisons
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.systems import score_systems
-    from lightning_metrics.significance import compare_systems, format_comparisons
 
+    scoring = _scoring(cfg)
     metric = load_metric(cfg.model, max_length=cfg.max_length, precision=cfg.precision)
     mt, ref, src = _systems_input(cfg, metric, paired=True)
-    options = _score_options(cfg)
-    results = score_systems(metric, mt, ref, src, **options)
+    results = score_systems(metric, mt, ref, src, **scoring)
     of = lambda value, name: value.get(name) if isinstance(value, dict) else value  # noqa: E731
     columns = {n: metric.columns(mt[n], of(ref, n), of(src, n)) for n in mt}
     pairs = compare_systems(metric, results, columns, cfg.bootstrap, cfg.seed, cfg.alpha)
@@ -193,7 +185,7 @@ def _rerank_parser() -> ArgumentParser:
     p = _subparser(
         "Choose the best of N candidates per source: QE with a reference-free metric, or minimum Bayes risk."
     )
-    p.add_argument("--model", type=str, required=True, help="an exported metric folder or a built-in metric")
+    p.add_argument("--model", type=str, required=True, help=SPEC_HELP)
     p.add_argument(
         "-t", "--candidates", type=Optional[str], default=None, help="candidates, N consecutive lines per source"
     )
@@ -230,8 +222,9 @@ def _rerank_parser() -> ArgumentParser:
 def run_rerank(cfg) -> int:
     from lightning_metrics.data.readers import read_columns, read_parallel_text, rename_columns
     from lightning_metrics.metrics import load_metric
-    from lightning_metrics.rerank import group_lines, group_table, rerank
+    from lightning_metrics.metrics.rerank import group_lines, group_table, rerank
 
+    options = _score_options(cfg)
     metric = load_metric(cfg.model, precision=cfg.precision)
     if cfg.data:
         table = read_columns(cfg.data)
@@ -257,16 +250,13 @@ def run_rerank(cfg) -> int:
         raise LightningMetricsError(
             "rerank needs -t CANDIDATES --num-candidates N, or --data TABLE with a source_id column"
         )
-    choices = rerank(
-        metric,
-        candidates,
-        src,
-        ref,
-        cfg.mode,
-        batch_size=cfg.batch_size,
-        device=cfg.device,
-        progress=False if cfg.quiet else None,
-    )
+    mbr = cfg.mode == "mbr" or (cfg.mode is None and metric.needs_ref and ref is None)
+    if mbr and len(candidates[0]) < 2:
+        where = f"column {cfg.source_id_col!r}" if cfg.data else f"--num-candidates {cfg.num_candidates}"
+        raise InputError(
+            cfg.data or cfg.candidates, f"1 candidate per source ({where}); minimum Bayes risk needs two or more"
+        )
+    choices = rerank(metric, candidates, src, ref, cfg.mode, options)
     if not cfg.quiet:
         print("\n".join(f"source {c.source}\tcandidate {c.index}\tscore: {c.score:.4f}\t{c.text}" for c in choices))
     if cfg.out:

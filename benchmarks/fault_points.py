@@ -1,4 +1,4 @@
-"""Fault-injection points for tests/test_kill_resume.py and benchmarks/kill_resume.py.
+"""Fault-injection points for benchmarks/kill_resume.py and tests/test_kill_resume.py.
 
 Each one touches ``flag`` at a chosen point of a real ``fit`` and then blocks, so the test can
 SIGKILL the process group exactly there. They change nothing about training itself.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
-from lightning_metrics.resume import AtomicCheckpointIO
+from lightning_metrics.training.resume import AtomicCheckpointIO
 
 HERE = Path(__file__).resolve().parent
 

@@ -9,8 +9,61 @@ from typing import Optional
 from jsonargparse import ActionConfigFile, ArgumentParser
 
 from lightning_metrics.atomic import write_json
+from lightning_metrics.encoders.inference import ScoreOptions
+from lightning_metrics.metrics.builtin import builtin_names
 
 log = logging.getLogger("lightning_metrics")
+
+
+class CurrentStderr(logging.StreamHandler):
+    """A log handler that writes to whatever ``sys.stderr`` is at the time of each record (a
+    test's capture, a redirected stream), so calling ``main`` again never writes to a closed one."""
+
+    def __init__(self):
+        super().__init__()
+
+    @property
+    def stream(self):
+        import sys
+
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+THIRD_PARTY_INFO = (  # loggers whose INFO lines are tips and hardware notes, not our output
+    "pytorch_lightning.utilities.rank_zero",
+    "lightning_fabric.utilities.rank_zero",
+    "lightning.pytorch.utilities.rank_zero",
+    "lightning.fabric.utilities.rank_zero",
+    "lightning_fabric.utilities.seed",
+    "lightning.fabric.utilities.seed",
+)
+QUIET_WARNINGS = (DeprecationWarning, FutureWarning, PendingDeprecationWarning)
+
+
+def quiet_third_party() -> None:
+    """Keep other packages' tips, hardware notes ("GPU available: ...") and deprecation warnings out of
+    the command's output (``--verbose`` keeps them). Our own warnings and every error still show; so do
+    progress bars. Processes started from this one (DDP ranks, loader workers) inherit the filters."""
+    import os
+    import warnings
+
+    for name in THIRD_PARTY_INFO:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for category in QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", message=r".*(deprecated|does not have many workers).*")
+    rules = [f"ignore::{c.__name__}" for c in QUIET_WARNINGS]
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), *rules]))
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()  # load reports of unused weights
+    except ImportError:
+        pass
 
 
 def _subparser(description: str) -> ArgumentParser:
@@ -31,6 +84,14 @@ def _add_column_flags(parser: ArgumentParser) -> None:
     )
 
 
+SPEC_HELP = (
+    f"a metric spec: a built-in NAME[:key=value,...] ({', '.join(builtin_names())}; e.g. "
+    "bertscore:model=default,layer=4,idf=true), an exported metric folder, or LABEL=SPEC"
+)
+MAX_LENGTH_HELP = (
+    "tokens per sequence for exported metrics (default: the length the metric was trained with, else 512, "
+    "or the encoder's limit when smaller); longer rows are counted and truncated"
+)
 BATCH_HELP = "rows per encoder batch (default 64 on the CPU; on CUDA batches fill a budget of 65,536 padded tokens)"
 PRECISION_HELP = (
     "fp32, bf16 (encoder weights in bfloat16) or auto (bf16 on CUDA, fp32 elsewhere); the signature names it"
@@ -88,6 +149,19 @@ def _config_file_problem(args: list[str]) -> str | None:
             context = f" ({e.context})" if getattr(e, "context", None) else ""
             return f"{path}: {where}YAML syntax error: {getattr(e, 'problem', None) or e}{context}"
     return None
+
+
+def _score_options(cfg) -> ScoreOptions:
+    """The scoring options of a parsed subcommand (``--batch-size``, ``--device``, ``--devices``,
+    ``--quiet``), device checked before any work starts."""
+    quiet = getattr(cfg, "quiet", False)
+    options = ScoreOptions(
+        batch_size=getattr(cfg, "batch_size", None),
+        device=getattr(cfg, "device", "auto"),
+        devices=getattr(cfg, "devices", 1),
+        progress=False if quiet else None,
+    )
+    return options.on_device()
 
 
 def _columns(cfg) -> dict:

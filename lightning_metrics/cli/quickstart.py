@@ -52,8 +52,8 @@ class QuickstartSettings:
 def _trainer(root: Path, **kwargs):
     import pytorch_lightning as pl
 
-    from lightning_metrics.inference import training_precision
-    from lightning_metrics.resume import AtomicCheckpointIO
+    from lightning_metrics.encoders.inference import training_precision
+    from lightning_metrics.training.resume import AtomicCheckpointIO
 
     return pl.Trainer(
         default_root_dir=root,
@@ -75,7 +75,7 @@ def run(
     seed: int = 0,
 ) -> dict:
     """The quickstart; returns the exported folders and timings."""
-    from lightning_metrics.export import export_checkpoint
+    from lightning_metrics.training.export import export_checkpoint
 
     s = settings or QuickstartSettings()
     root, times = Path(out), {}
@@ -129,22 +129,24 @@ def pretrain(root: Path, n_pairs: int, s: QuickstartSettings, seed: int) -> str:
     """Step 2: a BLEURT-style metric pre-trained on the synthetic pairs; the best checkpoint's path."""
     import pytorch_lightning as pl
 
+    from lightning_metrics.data.base import Batching
     from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule
-    from lightning_metrics.inference import training_precision
+    from lightning_metrics.encoders.inference import training_precision
     from lightning_metrics.models import BleurtRegressor
+    from lightning_metrics.models.options import Objective, Optimisation
 
     print(
         f"[2/5] pre-train a BLEURT-style metric on {n_pairs} pairs ({training_precision(bf16_on_cpu=True)})", flush=True
     )
     pl.seed_everything(seed)
-    dm = PretrainDataModule(data=str(root / "synthetic"), batch_size=s.batch_size, max_length=s.max_length, seed=seed)
+    batches = Batching(batch_size=s.batch_size, max_length=s.max_length)
+    dm = PretrainDataModule(data=str(root / "synthetic"), batches=batches, seed=seed)
     model = BleurtRegressor(
         targets=list(PRETRAIN_TARGETS),
-        loss_weights={"score": 2.0},
-        lr_encoder=s.lr_encoder,
-        lr_head=s.lr_head,
-        keep_embeddings_frozen=True,
-        nr_frozen_epochs=0.1,
+        objective=Objective(loss_weights={"score": 2.0}),
+        optim=Optimisation(
+            lr_encoder=s.lr_encoder, lr_head=s.lr_head, keep_embeddings_frozen=True, nr_frozen_epochs=0.1
+        ),
     )
     saver = pl.callbacks.ModelCheckpoint(
         dirpath=root / "ckpt", filename="pretrain", save_last=False, save_top_k=1, monitor="val_kendall", mode="max"
@@ -196,7 +198,7 @@ def examples_evaluation(folder: str, root: Path, seed: int) -> str:
     from importlib import resources
 
     from lightning_metrics.data.readers import read_ratings
-    from lightning_metrics.evaluate import evaluate, format_table
+    from lightning_metrics.evaluation.evaluate import evaluate, format_table
 
     example = root / "example_ratings.csv"
     example.write_bytes(resources.files("lightning_metrics.resources").joinpath("example_ratings.csv").read_bytes())
@@ -215,17 +217,19 @@ def finetune(ratings: str, pretrained: str, root: Path, checkpoints: Path, s: Qu
     """Fine-tune the pre-trained metric on ``ratings`` (document split) and evaluate it on the held-out documents."""
     import pytorch_lightning as pl
 
-    from lightning_metrics.data.modules import RatingsDataModule
-    from lightning_metrics.evaluate import evaluate, format_table
-    from lightning_metrics.export import export_checkpoint
+    from lightning_metrics.data.base import Batching
+    from lightning_metrics.data.modules import RatingsDataModule, Split
+    from lightning_metrics.evaluation.evaluate import evaluate, format_table
     from lightning_metrics.models import BleurtRegressor
+    from lightning_metrics.models.options import Optimisation
+    from lightning_metrics.training.export import export_checkpoint
 
     print(f"[+] fine-tune on {ratings} for {s.finetune_steps} steps (document split, 10% dev)", flush=True)
     pl.seed_everything(seed)
-    dm = RatingsDataModule(train=ratings, val_fraction=0.1, batch_size=s.batch_size, max_length=s.max_length, seed=seed)
-    model = BleurtRegressor(
-        init_from=pretrained, lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.05, keep_embeddings_frozen=True
-    )
+    batches = Batching(batch_size=s.batch_size, max_length=s.max_length)
+    dm = RatingsDataModule(train=ratings, split=Split(fraction=0.1), batches=batches, seed=seed)
+    optim = Optimisation(lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.05, keep_embeddings_frozen=True)
+    model = BleurtRegressor(init_from=pretrained, optim=optim)
     saver = pl.callbacks.ModelCheckpoint(dirpath=root / "ckpt", filename="finetuned", save_top_k=0, save_last=False)
     trainer = _trainer(
         root / "finetune", max_epochs=1, limit_train_batches=s.finetune_steps, limit_val_batches=0, callbacks=[saver]

@@ -3,7 +3,7 @@
 :func:`read_checkpoint` serves export, resume checks and ``init_from`` alike: ``torch.load`` with
 ``weights_only=True``, and one :class:`~lightning_metrics.errors.InputError` naming the file when it
 is missing, damaged or not a checkpoint. :func:`starting_weights` reads either a checkpoint or an
-exported folder (through :mod:`lightning_metrics.artifact`), and :func:`matching_weights` picks
+exported folder (through :mod:`lightning_metrics.storage.artifact`), and :func:`matching_weights` picks
 what fits another model.
 """
 
@@ -15,8 +15,8 @@ from typing import Optional
 
 import torch
 
-from lightning_metrics.artifact import is_exported, read_export
 from lightning_metrics.errors import InputError
+from lightning_metrics.storage.artifact import is_exported, read_export
 
 log = logging.getLogger(__name__)
 STATISTICS = ("target_mean", "target_std", "stats_ready")  # the data's, never carried to another run
