@@ -4,28 +4,23 @@
 
 Scores a seeded sample of ../shared/data/wmt21_da_toen.csv with BERTScore F1 from every layer
 and prints Kendall tau-b with the human z-scores per language pair and on average. This is how
-the default layer for all-MiniLM-L6-v2 in ``lightning_metrics.bertscore.DEFAULT_LAYERS`` was
+the default layer for all-MiniLM-L6-v2 in ``lightning_metrics.baselines.bertscore.DEFAULT_LAYERS`` was
 chosen (the bert-score package chose its defaults the same way, on WMT16).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
 
-from pathlib import Path  # noqa: E402
+from lightning_metrics.baselines.bertscore import BERTScorer
+from lightning_metrics.correlation import kendall
+from lightning_metrics.data.readers import read_ratings
+from lightning_metrics.encoders.loading import load_encoder
 
-import numpy as np  # noqa: E402
-
-from lightning_metrics.bertscore import BERTScorer  # noqa: E402
-from lightning_metrics.correlation import kendall  # noqa: E402
-from lightning_metrics.data.readers import read_ratings  # noqa: E402
-from lightning_metrics.encoders import load_encoder  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt21_da_toen.csv"
+DATA = common.DA
 
 
 def main() -> None:

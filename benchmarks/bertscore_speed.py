@@ -13,21 +13,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import random
 import time
-from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from lightning_metrics.baselines.bertscore import BERTScorer
+from lightning_metrics.encoders.loading import resolve_encoder
 
-from lightning_metrics.bertscore import BERTScorer  # noqa: E402
-from lightning_metrics.encoders import resolve_encoder  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt21_da_toen.csv"
+DATA = common.DA
 
 
 def best_time(fn, repeats: int) -> tuple[float, object]:

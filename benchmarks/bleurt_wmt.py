@@ -21,22 +21,19 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "offline")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import pytorch_lightning as pl
+import torch
 
-import numpy as np  # noqa: E402
-import pytorch_lightning as pl  # noqa: E402
-import torch  # noqa: E402
+from data_gen.pipeline import Recipe, generate, write_dataset
+from data_gen.wordnet import example_sentences
+from lightning_metrics.correlation import kendall
+from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule, RatingsDataModule
+from lightning_metrics.metrics import score_many
+from lightning_metrics.models import BleurtRegressor
 
-from data_gen.pipeline import Recipe, generate, write_dataset  # noqa: E402
-from data_gen.wordnet import example_sentences  # noqa: E402
-from lightning_metrics.correlation import kendall  # noqa: E402
-from lightning_metrics.data.modules import PRETRAIN_TARGETS, PretrainDataModule, RatingsDataModule  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
-from lightning_metrics.models import BleurtRegressor  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt21_da_toen.csv"
+DATA = common.DA
 
 
 def trainer(root: Path, **kwargs) -> pl.Trainer:
@@ -96,13 +93,12 @@ def pretrain(args, out: Path, times: dict) -> None:
 
     pl.seed_everything(args.seed)
     start = time.perf_counter()
-    pre_dm = PretrainDataModule(data=str(out / "synthetic"), batch_size=32, max_length=128, seed=args.seed)
+    batches = {"batch_size": 32, "max_length": 128}
+    pre_dm = PretrainDataModule(data=str(out / "synthetic"), batches=batches, seed=args.seed)
     pre = BleurtRegressor(
         targets=list(PRETRAIN_TARGETS),
-        loss_weights={"score": 2.0},
-        lr_encoder=5e-5,
-        lr_head=3e-4,
-        keep_embeddings_frozen=True,
+        objective={"loss_weights": {"score": 2.0}},
+        optim={"lr_encoder": 5e-5, "lr_head": 3e-4, "keep_embeddings_frozen": True},
     )
     t = trainer(out / "pretrain", max_epochs=1, enable_checkpointing=False)
     t.fit(pre, pre_dm)
@@ -120,10 +116,10 @@ def run_finetuning(args, out: Path, times: dict, pretrained: Path) -> None:
     for name, init in (("bleurt (pretrained)", str(pretrained)), ("bleurt (no pretraining)", None)):
         pl.seed_everything(args.seed)
         start = time.perf_counter()
-        dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed)
-        model = BleurtRegressor(
-            init_from=init, lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=0.3, keep_embeddings_frozen=True
-        )
+        batches = {"batch_size": 32, "max_length": 128}
+        dm = RatingsDataModule(train=str(DATA), split={"fraction": 0.1}, batches=batches, seed=args.seed)
+        optim = {"lr_encoder": 3e-5, "lr_head": 3e-4, "nr_frozen_epochs": 0.3, "keep_embeddings_frozen": True}
+        model = BleurtRegressor(init_from=init, optim=optim)
         t = trainer(
             out / name.replace(" ", "_").replace("(", "").replace(")", ""),
             max_epochs=1,

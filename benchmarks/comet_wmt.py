@@ -15,28 +15,23 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "offline")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import pytorch_lightning as pl
+import torch
 
-import numpy as np  # noqa: E402
-import pytorch_lightning as pl  # noqa: E402
-import torch  # noqa: E402
+from lightning_metrics.correlation import kendall
+from lightning_metrics.data.modules import RatingsDataModule
+from lightning_metrics.encoders.loading import default_encoder_path
+from lightning_metrics.metrics import score_many
+from lightning_metrics.models import CometEstimator
 
-from lightning_metrics.correlation import kendall  # noqa: E402
-from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
-from lightning_metrics.encoders import default_encoder_path  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
-from lightning_metrics.models import CometEstimator  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
+REPO = common.REPO
+DATA = common.DA
 HEAD = [1024, 256]
 
 
@@ -55,15 +50,8 @@ def trainer(root: Path, precision: str, **kwargs) -> pl.Trainer:
 
 
 def estimator(**kwargs) -> CometEstimator:
-    return CometEstimator(
-        hidden_sizes=HEAD,
-        lr_encoder=3e-5,
-        lr_head=3e-4,
-        layerwise_decay=0.9,
-        nr_frozen_epochs=0.3,
-        keep_embeddings_frozen=True,
-        **kwargs,
-    )
+    optim = {"lr_encoder": 3e-5, "lr_head": 3e-4, "layerwise_decay": 0.9, "nr_frozen_epochs": 0.3}
+    return CometEstimator(head={"hidden_sizes": HEAD}, optim={**optim, "keep_embeddings_frozen": True}, **kwargs)
 
 
 def dev_predictions(model, dm: RatingsDataModule) -> np.ndarray:
@@ -76,7 +64,7 @@ def dev_predictions(model, dm: RatingsDataModule) -> np.ndarray:
 
 
 def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
-    dm = RatingsDataModule(train=str(DATA), val_fraction=0.1, seed=args.seed)
+    dm = RatingsDataModule(train=str(DATA), split={"fraction": 0.1}, seed=args.seed)
     dm.setup("fit")
     subset = out / "epoch_subset.csv"
     with subset.open("w", encoding="utf-8", newline="") as f:
@@ -96,28 +84,18 @@ def epoch_times(args, out: Path) -> dict[str, tuple[float, float]]:
         pl.seed_everything(args.seed)
         model = estimator()  # built outside the timer, as the peer's is
         ours_dm = RatingsDataModule(
-            train=str(subset), val=str(subset), batch_size=32, max_length=256, seed=args.seed, **model.batch_layout
+            train=str(subset),
+            val=str(subset),
+            batches={"batch_size": 32, "max_length": 256},
+            seed=args.seed,
+            layout=model.batch_layout,
         )
         start = time.perf_counter()
         trainer(out / "epoch_ours", precision, max_epochs=1, limit_val_batches=0).fit(model, ours_dm)
         ours = time.perf_counter() - start
-        cmd = [
-            args.peer_python,
-            str(REPO / "benchmarks" / "peers" / "comet_peer.py"),
-            "train",
-            "--data",
-            str(subset),
-            "--encoder",
-            str(default_encoder_path()),
-            "--batch",
-            "32",
-            "--precision",
-            precision,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
-        peer = json.loads(proc.stdout.strip().splitlines()[-1])["epoch_seconds"]
+        peer_args = ["train", "--data", str(subset), "--encoder", str(default_encoder_path()), "--batch", "32"]
+        peer = common.run_peer("comet_peer.py", [*peer_args, "--precision", precision], args.peer_python)
+        peer = peer["epoch_seconds"]
         print(
             f"| {precision} | {peer:.0f} s ({args.epoch_rows / peer:.1f} rows/s) | {ours:.0f} s "
             f"({args.epoch_rows / ours:.1f} rows/s) | {peer / ours:.2f}x |",
@@ -131,7 +109,11 @@ def quality(args, out: Path) -> None:
     pl.seed_everything(args.seed)
     model = estimator()
     dm = RatingsDataModule(
-        train=str(DATA), val_fraction=0.1, batch_size=32, max_length=128, seed=args.seed, **model.batch_layout
+        train=str(DATA),
+        split={"fraction": 0.1},
+        batches={"batch_size": 32, "max_length": 128},
+        seed=args.seed,
+        layout=model.batch_layout,
     )
     start = time.perf_counter()
     trainer(out / "finetune", "bf16-mixed", max_epochs=1, limit_train_batches=args.steps, limit_val_batches=0).fit(

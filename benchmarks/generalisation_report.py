@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lightning_metrics.artifact import METADATA
 from lightning_metrics.correlation import correlate_metrics
+from lightning_metrics.storage.artifact import METADATA
 
 
 def correlations(scores: dict[str, np.ndarray], rows: dict, bootstrap: int, seed: int) -> dict:
@@ -32,7 +32,7 @@ def correlations(scores: dict[str, np.ndarray], rows: dict, bootstrap: int, seed
 def report(results: dict, out: Path, times: dict, args, baselines: list[str], variants: list[str]) -> None:
     """``results.md`` (Kendall and system Pearson tables, the target, the ablation, wall times),
     ``results.json`` and ``plots/`` in ``out``."""
-    from lightning_metrics.plots import kendall_bars
+    from lightning_metrics.evaluation.plots import kendall_bars
 
     tests = list(results)
     ensembles = [m for m in results[tests[0]] if m.startswith("recipe + ")]

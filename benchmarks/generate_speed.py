@@ -10,17 +10,15 @@ on the very same pairs, so the table shows what perturbation and lexical work ad
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import common  # noqa: F401 (the offline environment, before anything loads transformers)
 
-from data_gen.pipeline import Recipe, generate  # noqa: E402
-from data_gen.signals import ALL_SIGNALS, LEXICAL_SIGNALS  # noqa: E402
-from data_gen.wordnet import example_sentences, load_wordnet  # noqa: E402
-from lightning_metrics.bertscore import BERTScorer  # noqa: E402
-from lightning_metrics.parallel import default_num_proc  # noqa: E402
+from data_gen.pipeline import Recipe, generate
+from data_gen.signals import ALL_SIGNALS, LEXICAL_SIGNALS
+from data_gen.wordnet import example_sentences, load_wordnet
+from lightning_metrics.baselines.bertscore import BERTScorer
+from lightning_metrics.parallel import default_num_proc
 
 
 def timed(fn):

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import common  # the offline environment, before anything loads transformers
+
+REPO = common.REPO
 sys.path.insert(0, str(REPO / "tests"))
 
 TARGET = 1e-5
@@ -69,7 +70,7 @@ def real_rows(n: int, seed: int) -> list[dict]:
     """``n`` WMT21 DA rows (seeded sample) from ../shared/data, else rows of the tiny test corpus."""
     import pandas as pd
 
-    path = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
+    path = common.DA
     if path.is_file():
         frame = pd.read_csv(path).sample(n=n, random_state=seed)
         texts = ("src", "mt", "ref")
@@ -83,13 +84,9 @@ def real_rows(n: int, seed: int) -> list[dict]:
 
 
 def run_peer(args, peer: str, encoder: Path, rows_file: Path, out: Path, hparams: dict | None = None) -> list[float]:
-    command = [args.peer_python, str(REPO / "benchmarks" / "peers" / "import_peer.py"), peer]
-    command += ["--encoder", str(encoder), "--rows", str(rows_file), "--out", str(out), "--steps", str(args.steps)]
+    command = [peer, "--encoder", str(encoder), "--rows", str(rows_file), "--out", str(out), "--steps", str(args.steps)]
     command += ["--seed", str(args.seed), "--hparams", json.dumps(hparams or {})]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"peer failed ({peer}, {out.name}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["scores"]
+    return common.run_peer("import_peer.py", command, args.peer_python)["scores"]
 
 
 def our_scores(checkpoint: Path, rows: list[dict]) -> tuple[list[float], list[bool]]:
@@ -119,7 +116,7 @@ def table_row(name: str, encoder: str, whole: float | None, cut: float | None, n
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer-python", default=str(REPO / ".venv-comet" / "bin" / "python"))
+    parser.add_argument("--peer-python", default=common.PEER_PYTHON)
     parser.add_argument("--steps", type=int, default=4, help="peer training steps before the checkpoint is saved")
     parser.add_argument("--rows", type=int, default=32)
     parser.add_argument("--out", default=str(REPO / "runs" / "import_parity"))
@@ -127,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     from conftest import build_tiny_encoder
 
-    from lightning_metrics.encoders import default_encoder_path
+    from lightning_metrics.encoders.loading import default_encoder_path
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

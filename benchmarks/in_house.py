@@ -35,39 +35,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "offline")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import pandas as pd
+import yaml
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
+from lightning_metrics.correlation import correlate_metrics
+from lightning_metrics.storage.artifact import is_exported
 
-from lightning_metrics.artifact import is_exported  # noqa: E402
-from lightning_metrics.correlation import correlate_metrics  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
-DA, NEWS, TED = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv", SHARED / "wmt21_mqm_ted.csv"
+REPO = common.REPO
+SHARED = common.SHARED
+DA, NEWS, TED = common.DA, common.NEWS, common.TED
 GENERALIST, RECIPE = REPO / "configs/recipes/generalist.yaml", REPO / "configs/recipes/in-house.yaml"
 UNIT = 10  # consecutive source segments per in-house unit
 VARIANTS = {  # ablation at 1,000 rows: the recipe, and one option against forgetting each
     "recipe": {},
-    "higher learning rate": {"model.init_args.lr_encoder": 3.0e-5, "model.init_args.lr_head": 3.0e-4},
+    "higher learning rate": {"model.init_args.optim.lr_encoder": 3.0e-5, "model.init_args.optim.lr_head": 3.0e-4},
     "general rows mixed in": {"mix": 1.0},
-    "L2 pull to the start": {"model.init_args.l2_to_start": 0.01},
-    "frozen encoder": {"model.init_args.nr_frozen_epochs": 1000.0},
+    "L2 pull to the start": {"model.init_args.objective.l2_to_start": 0.01},
+    "frozen encoder": {"model.init_args.optim.nr_frozen_epochs": 1000.0},
     # the second round, after the first lost 0.014 or more of general dev Kendall with every option
-    "L2 pull to the start x100": {"model.init_args.l2_to_start": 1.0},
+    "L2 pull to the start x100": {"model.init_args.objective.l2_to_start": 1.0},
     "3x general rows mixed in": {"mix": 3.0},
-    "general rows mixed in + L2 x100": {"mix": 1.0, "model.init_args.l2_to_start": 1.0},
+    "general rows mixed in + L2 x100": {"mix": 1.0, "model.init_args.objective.l2_to_start": 1.0},
 }
 TOLERANCE = 0.005  # general dev Kendall a variant may lose and still be chosen
 
@@ -141,24 +133,8 @@ def set_key(config: dict, dotted: str, value) -> None:
 
 
 def run_config(config: dict, run_dir: Path, times: dict, key: str) -> Path:
-    """``lightning-metrics fit`` on ``config`` (its export goes to ``run_dir/export``); cached by the export."""
-    export = run_dir / "export"
-    if is_exported(export):
-        return export
-    run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = config.setdefault("trainer", {})
-    trainer.update(default_root_dir=str(run_dir))
-    trainer["logger"] = [{"class_path": "pytorch_lightning.loggers.CSVLogger", "init_args": {"save_dir": str(run_dir)}}]
-    for callback in trainer.get("callbacks", []):
-        if callback["class_path"].endswith("ExportBest"):
-            callback["init_args"]["out"] = str(export)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    start = time.perf_counter()
-    with (run_dir / "fit.log").open("w") as log:
-        command = [sys.executable, "-m", "lightning_metrics.cli", "fit", "--config", str(run_dir / "config.yaml")]
-        if subprocess.run(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT).returncode != 0:
-            raise SystemExit(f"fit failed: {run_dir / 'fit.log'}")
-    times[key] = time.perf_counter() - start
+    """``lightning-metrics fit`` on ``config`` (:func:`common.fit_config`); its export folder."""
+    export, times[key] = common.fit_config(config, run_dir, key)
     return export
 
 
@@ -189,15 +165,11 @@ def in_house_config(data: Path, n: int, start: Path | None, overrides: dict, see
 
 
 def scores_of(model: str, split: str, data: Path, cache: Path) -> np.ndarray:
-    """Segment scores of ``model`` (an export or a built-in name) on a split, cached as JSON."""
-    path = cache / f"{Path(model).parent.name if is_exported(model) else model}-{split}.json"
-    if path.exists():
-        return np.asarray(json.loads(path.read_text()))
+    """Segment scores of ``model`` (an export or a metric spec) on a split (:func:`common.cached_scores`)."""
     rows = pd.read_csv(data / f"{split}.csv")
-    values = score_many([model], list(rows.mt.fillna("")), list(rows.ref), list(rows.src))[model]
-    cache.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([float(v) for v in values]))
-    return np.asarray(values)
+    table = {"mt": list(rows.mt.fillna("")), "ref": list(rows.ref), "src": list(rows.src)}
+    name = f"{Path(model).parent.name if is_exported(model) else model}-{split}"
+    return common.cached_scores(model, table, cache, name)
 
 
 def kendall(model: str, split: str, data: Path, cache: Path, bootstrap: int, seed: int) -> dict:
@@ -217,7 +189,7 @@ def choose(ablation: dict, general_dev: float) -> str:
 def learning_curve(variant: str, data: Path, general: Path, out: Path, args, times: dict, corr) -> dict:
     """(b) the variant from the general metric and (c) the same recipe from the encoder, at every size."""
     chosen, name = VARIANTS[variant], variant.replace(" ", "_")
-    from_encoder = {k: v for k, v in chosen.items() if k not in ("mix", "model.init_args.l2_to_start")}
+    from_encoder = {k: v for k, v in chosen.items() if k not in ("mix", "model.init_args.objective.l2_to_start")}
     curve = {}
     for n in args.sizes:
         tuned, scratch = out / "models" / f"b-{n}-{name}", out / "models" / f"c-{n}-{name}"

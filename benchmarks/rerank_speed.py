@@ -20,23 +20,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from score_speed import build_metric  # noqa: E402
+from score_speed import build_metric
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "wmt21_mqm_newstest.csv"
+REPO = common.REPO
+DATA = common.NEWS
 
 
 def candidates(n_sources: int, n: int, seed: int) -> tuple[list[str], list[list[str]]]:
@@ -66,40 +62,25 @@ def run_ours(
     folder: Path, sources: list[str], groups: list[list[str]], batch: int
 ) -> tuple[float, np.ndarray, list[int]]:
     from lightning_metrics import load_metric
-    from lightning_metrics.rerank import rerank
+    from lightning_metrics.encoders.inference import ScoreOptions
+    from lightning_metrics.metrics.rerank import rerank
 
     metric = load_metric(str(folder))
     metric.score(
         mt=groups[0] * 8, ref=groups[1] * 8, src=sources[:1] * len(groups[0]) * 8, batch_size=batch, progress=False
     )  # warm-up
     start = time.perf_counter()
-    choices = rerank(metric, groups, src=sources, mode="mbr", batch_size=batch, progress=False)
+    choices = rerank(metric, groups, src=sources, mode="mbr", options=ScoreOptions(batch_size=batch, progress=False))
     seconds = time.perf_counter() - start
     return seconds, np.asarray([c.score for c in choices]), [c.index for c in choices]
 
 
 def run_peer(python: str, task: Path, weights: Path, batch: int) -> tuple[float, np.ndarray, list[int]]:
-    from lightning_metrics.encoders import default_encoder_path
+    from lightning_metrics.encoders.loading import default_encoder_path
 
-    cmd = [
-        python,
-        str(REPO / "benchmarks" / "peers" / "comet_peer.py"),
-        "mbr",
-        "--data",
-        str(task),
-        "--encoder",
-        str(default_encoder_path()),
-        "--weights",
-        str(weights),
-        "--batch",
-        str(batch),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    utility = np.asarray(result["utility"])
-    return result["seconds"], utility.max(axis=1), result["chosen"]
+    args = ["mbr", "--data", str(task), "--encoder", str(default_encoder_path()), "--weights", str(weights)]
+    result = common.run_peer("comet_peer.py", [*args, "--batch", str(batch)], python)
+    return result["seconds"], np.asarray(result["utility"]).max(axis=1), result["chosen"]
 
 
 def main() -> None:

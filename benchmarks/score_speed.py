@@ -20,21 +20,18 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "wmt21_da_toen.csv"
+REPO = common.REPO
+DATA = common.DA
 
 
 def comet_names(state: dict, n_layers: int) -> dict:
@@ -58,11 +55,11 @@ def build_metric(out: Path, seed: int, encoder: str = "default") -> Path:
     real export path, and write the same weights under COMET's names to ``out/comet.safetensors``."""
     from safetensors.torch import save_file
 
-    from lightning_metrics.export import export_checkpoint
     from lightning_metrics.models import CometEstimator
+    from lightning_metrics.training.export import export_checkpoint
 
     torch.manual_seed(seed)
-    model = CometEstimator(encoder=encoder, hidden_sizes=[1024, 256], layer_transform="softmax")
+    model = CometEstimator(encoder=encoder, head={"hidden_sizes": [1024, 256]}, readout={"layer_transform": "softmax"})
     with torch.no_grad():
         model.layer_mix.weights.normal_(0, 0.5)  # a non-uniform mix, so the mapping is really tested
     out.mkdir(parents=True, exist_ok=True)
@@ -112,25 +109,10 @@ def run_ours(folder: Path, rows: list[dict], batch: int) -> tuple[float, np.ndar
 
 
 def run_peer(python: str, data: Path, weights: Path, batch: int) -> tuple[float, np.ndarray]:
-    from lightning_metrics.encoders import default_encoder_path
+    from lightning_metrics.encoders.loading import default_encoder_path
 
-    cmd = [
-        python,
-        str(REPO / "benchmarks" / "peers" / "comet_peer.py"),
-        "predict",
-        "--data",
-        str(data),
-        "--encoder",
-        str(default_encoder_path()),
-        "--weights",
-        str(weights),
-        "--batch",
-        str(batch),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"unbabel-comet failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    args = ["predict", "--data", str(data), "--encoder", str(default_encoder_path()), "--weights", str(weights)]
+    result = common.run_peer("comet_peer.py", [*args, "--batch", str(batch)], python)
     return result["seconds"], np.asarray(result["scores"])
 
 
@@ -205,11 +187,11 @@ def tiny_metric(out: Path) -> Path:
     sys.path.insert(0, str(REPO / "tests"))
     from conftest import build_tiny_encoder
 
-    from lightning_metrics.export import export_checkpoint
     from lightning_metrics.models import CometEstimator
+    from lightning_metrics.training.export import export_checkpoint
 
     encoder = build_tiny_encoder(out / "tiny-bert")
-    model = CometEstimator(encoder=str(encoder), hidden_sizes=[64])
+    model = CometEstimator(encoder=str(encoder), head={"hidden_sizes": [64]})
     torch.save(
         {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "metric_family": "CometEstimator"},
         out / "tiny.ckpt",

@@ -29,24 +29,17 @@ import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "offline")
+import common  # the offline environment, before anything loads transformers
+import numpy as np
 
-import numpy as np  # noqa: E402
-import pytorch_lightning as pl  # noqa: E402
-
-from lightning_metrics.artifact import is_exported  # noqa: E402
-from lightning_metrics.correlation import correlate_metrics  # noqa: E402
+from lightning_metrics.correlation import correlate_metrics
 from lightning_metrics.data.base import split_by_group
-from lightning_metrics.data.modules import RatingsDataModule  # noqa: E402
-from lightning_metrics.data.readers import read_rating_table  # noqa: E402
-from lightning_metrics.export import export_checkpoint  # noqa: E402
-from lightning_metrics.metrics import score_many  # noqa: E402
-from lightning_metrics.models import BleurtRegressor, CometEstimator  # noqa: E402
+from lightning_metrics.data.modules import RatingsDataModule, Split
+from lightning_metrics.data.readers import read_rating_table
+from lightning_metrics.encoders.inference import ScoreOptions
+from lightning_metrics.models import BleurtRegressor, CometEstimator
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-DA, MQM = SHARED / "wmt21_da_toen.csv", SHARED / "wmt21_mqm_newstest.csv"
+DA, MQM = common.DA, common.NEWS
 LPS = ("is-en", "ja-en", "ru-en")
 BASELINES = ("bleu", "chrf", "bertscore")
 
@@ -61,65 +54,36 @@ def fit(
     init_from: str | None = None,
     frozen: float = 0.3,
 ) -> Path:
-    """Fine-tune on ``train_csv`` (10% of documents held out) for ``steps`` batches (0: one epoch);
-    export to ``out/models/name``. Cached: reused while its ``fit.json`` matches these settings."""
-    folder = out / "models" / name
-    settings = {
-        "family": family.__name__,
-        "train": Path(train_csv).name,
-        "steps": steps,
-        "seed": seed,
+    """Fine-tune on ``train_csv`` (10% of documents held out) for ``steps`` batches (0: one epoch), through
+    ``lightning-metrics fit``; the export of the last weights. Cached by the config's digest."""
+    model = {
+        "optim": {"lr_encoder": 3e-5, "lr_head": 3e-4, "nr_frozen_epochs": frozen, "keep_embeddings_frozen": True},
         "init_from": init_from,
-        "nr_frozen_epochs": frozen,
+        **({"head": {"hidden_sizes": [1024, 256]}} if family is CometEstimator else {}),
     }
-    if (
-        is_exported(folder)
-        and (folder / "fit.json").is_file()
-        and json.loads((folder / "fit.json").read_text()) == settings
-    ):
-        return folder
-    pl.seed_everything(seed)
-    kwargs = dict(
-        lr_encoder=3e-5, lr_head=3e-4, nr_frozen_epochs=frozen, keep_embeddings_frozen=True, init_from=init_from
-    )
-    model = family(hidden_sizes=[1024, 256], **kwargs) if family is CometEstimator else family(**kwargs)
-    dm = RatingsDataModule(
-        train=train_csv, val_fraction=0.1, batch_size=32, max_length=128, seed=seed, **model.batch_layout
-    )
-    start = time.perf_counter()
-    trainer = pl.Trainer(
-        default_root_dir=out / "runs" / name,
-        logger=pl.loggers.CSVLogger(out / "runs", name=name),
-        precision="bf16-mixed",
-        max_epochs=1,
-        limit_train_batches=steps or None,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        gradient_clip_val=1.0,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model, dm)
-    trainer.save_checkpoint(out / "runs" / f"{name}.ckpt")
-    export_checkpoint(out / "runs" / f"{name}.ckpt", folder, force=True)
-    (folder / "train_seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
-    (folder / "fit.json").write_text(json.dumps(settings) + "\n")
-    return folder
+    data = {"train": train_csv, "split": {"fraction": 0.1}, "batches": {"batch_size": 32, "max_length": 128}}
+    config = {
+        "seed_everything": seed,
+        "model": {"class_path": f"lightning_metrics.models.{family.__name__}", "init_args": model},
+        "data": {"class_path": "lightning_metrics.data.modules.RatingsDataModule", "init_args": {**data, "seed": seed}},
+        "trainer": {
+            "precision": "bf16-mixed",
+            "max_epochs": 1,
+            "limit_train_batches": steps or None,
+            "limit_val_batches": 0,
+            "num_sanity_val_steps": 0,
+            "enable_checkpointing": False,  # ExportBest exports the last weights
+            "enable_progress_bar": False,
+            "callbacks": [],
+        },
+    }
+    export, _ = common.fit_config(config, out / "models" / f"{name}-{common.digest(config)}", f"fit {name}")
+    return export
 
 
-def scores_for(metric: str, rows: dict, cache_dir: Path) -> np.ndarray:
-    """Segment scores of a built-in metric name or an exported folder on ``rows``; cached as ``cache_dir/NAME.npy``."""
-    cache = cache_dir / f"{Path(metric).name}.npy"
-    exported = is_exported(metric)
-    if cache.is_file() and (not exported or cache.stat().st_mtime > Path(metric).stat().st_mtime):
-        return np.load(cache)  # still valid: written after the model it scores (an export is renamed into place whole)
-    values = score_many(
-        [metric], rows["mt"], rows["ref"], rows.get("src"), num_proc=os.cpu_count() or 1, progress=True
-    )[metric]
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    np.save(cache, np.asarray(values, dtype=float))
-    return np.asarray(values, dtype=float)
+def scores_for(metric: str, rows: dict, cache_dir: Path, name: str) -> np.ndarray:
+    """Segment scores of a metric spec on ``rows``, cached as ``cache_dir/NAME.npy`` (:func:`common.cached_scores`)."""
+    return common.cached_scores(metric, rows, cache_dir, name, options=ScoreOptions(device="cpu", progress=True))
 
 
 def write_csv(rows: dict, path: Path) -> str:
@@ -210,7 +174,7 @@ def main() -> None:
         )
 
     # 1. in distribution: the document split RatingsDataModule makes
-    dm = RatingsDataModule(train=str(DA), val_fraction=0.1, seed=args.seed)
+    dm = RatingsDataModule(train=str(DA), split=Split(fraction=0.1), seed=args.seed)
     dm.setup("fit")
     dev = dm.val_rows
     models = {
@@ -232,7 +196,7 @@ def main() -> None:
             frozen=0.0,
         )
     names = {**{m: m for m in BASELINES}, **{k: str(v) for k, v in models.items()}}
-    in_dist = {k: scores_for(v, dev, out / "scores" / "dev") for k, v in names.items()}
+    in_dist = {k: scores_for(v, dev, out / "scores" / "dev", k) for k, v in names.items()}
     sections = {"in distribution": (table("dev", in_dist, dev, args.bootstrap, args.seed), len(dev["mt"]))}
 
     # 2. leave one language pair out
@@ -257,8 +221,9 @@ def lolo_section(args, out: Path, sections: dict) -> None:
         train_csv = write_csv({k: [v[i] for i in keep] for k, v in full.items()}, out / "data" / f"without_{held}.csv")
         family, init_from = (CometEstimator, None) if args.lolo_model == "comet" else (BleurtRegressor, args.pretrained)
         folder = fit(f"{args.lolo_model}-no-{held}", family, train_csv, out, args.lolo_steps, args.seed, init_from)
-        metrics = {m: scores_for(m, test, out / "scores" / f"lolo_{held}") for m in BASELINES}
-        metrics[f"{args.lolo_model} (unseen lp)"] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}")
+        metrics = {m: scores_for(m, test, out / "scores" / f"lolo_{held}", m) for m in BASELINES}
+        unseen = f"{args.lolo_model} (unseen lp)"
+        metrics[unseen] = scores_for(str(folder), test, out / "scores" / f"lolo_{held}", args.lolo_model)
         for metric, by_group in table(held, metrics, test, args.bootstrap, args.seed).items():
             lolo.setdefault(metric, {}).update(by_group)
     sections["leave one language pair out (trained on the other two)"] = (lolo, n_lolo)
@@ -267,7 +232,7 @@ def lolo_section(args, out: Path, sections: dict) -> None:
 def mqm_section(args, out: Path, sections: dict, names: dict) -> None:
     mqm_all = read_rating_table(str(MQM), required=("src", "mt", "ref", "score"), on_invalid="skip")
     mqm = {k: [v[i] for i, lp in enumerate(mqm_all["lp"]) if lp == "zh-en"] for k, v in mqm_all.items()}
-    mqm_scores = {k: scores_for(v, mqm, out / "scores" / "mqm_zh-en") for k, v in names.items()}
+    mqm_scores = {k: scores_for(v, mqm, out / "scores" / "mqm_zh-en", k) for k, v in names.items()}
     sections["MQM zh-en newstest (new language pair, new protocol)"] = (
         table("mqm", mqm_scores, mqm, args.bootstrap, args.seed),
         len(mqm["mt"]),
@@ -275,7 +240,7 @@ def mqm_section(args, out: Path, sections: dict, names: dict) -> None:
 
 
 def report(out: Path, sections: dict, args, elapsed: float, in_dist: dict, dev: dict) -> None:
-    from lightning_metrics.plots import kendall_bars, scatter_plots
+    from lightning_metrics.evaluation.plots import kendall_bars, scatter_plots
 
     command = (
         f"benchmarks/wmt_da.py --steps {args.steps} --comet-steps {args.comet_steps} --comet-epochs "

@@ -182,7 +182,7 @@ def configure(args) -> argparse.Namespace:
         if carried.is_dir():
             args.tokenizer = str(carried)
         else:
-            from lightning_metrics.encoders import default_encoder_path
+            from lightning_metrics.encoders.loading import default_encoder_path
 
             args.tokenizer = str(default_encoder_path())
     if args.data is None:

@@ -20,7 +20,7 @@ $PY -m pip download -q --no-deps $PLATFORM -d carry/wheels/peer \
 $PY - <<'PY'
 import csv, shutil
 from pathlib import Path
-from lightning_metrics.encoders import default_encoder_path
+from lightning_metrics.encoders.loading import default_encoder_path
 
 source = Path("../../../shared/data/wmt21_da_toen.csv")
 with source.open(encoding="utf-8", newline="") as f, open("carry/data/wmt21_da_sample.csv", "w", encoding="utf-8", newline="") as g:

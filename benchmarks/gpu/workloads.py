@@ -8,21 +8,20 @@ run on the same encoder folder, the same metric weights and the same rows.
 from __future__ import annotations
 
 import csv
-import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
-from lightning_metrics.inference import attention_kernels  # noqa: F401 (profile_steps restores it from here)
-
 BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(BENCH.parent))  # benchmarks/: common.py and the CPU benchmarks
+
+import common  # noqa: E402  (the offline environment, before anything loads transformers)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from lightning_metrics.encoders.inference import attention_kernels  # noqa: E402, F401 (profile_steps restores it)
+
+REPO = common.REPO
 HEAD = [1024, 256]
 
 # BERT shapes: all-MiniLM-L6-v2's, XLM-R-large's (24 x 1024; BERT's vocabulary, the same arithmetic
@@ -133,17 +132,8 @@ def time_ours_scoring(folder: Path, rows: list[dict], precision: str, device: st
 
 
 def run_peer(args: list[str], peer: dict) -> dict:
-    """``benchmarks/peers/comet_peer.py ARGS`` with the peer's python and PYTHONPATH; its JSON line."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    if peer.get("path"):
-        env["PYTHONPATH"] = peer["path"]
-    cmd = [peer["python"], str(REPO / "benchmarks" / "peers" / "comet_peer.py"), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"unbabel-comet failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
-        )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """``benchmarks/peers/comet_peer.py ARGS`` with the peer's python and PYTHONPATH (:func:`common.run_peer`)."""
+    return common.run_peer("comet_peer.py", args, peer["python"], peer.get("path"))
 
 
 def time_peer_scoring(encoder: Path, weights: Path, data: Path, n_rows: int, peer: dict, gpu: bool) -> dict:
@@ -170,7 +160,7 @@ def time_peer_scoring(encoder: Path, weights: Path, data: Path, n_rows: int, pee
 def time_ours_bertscore(
     encoder: Path, layer: int, cands: list[str], refs: list[str], precision: str, device: str
 ) -> dict:
-    from lightning_metrics.bertscore import BERTScorer
+    from lightning_metrics.baselines.bertscore import BERTScorer
 
     scorer = BERTScorer(str(encoder), layer=layer, device=device, precision=precision, progress=False)
     scorer.score(cands[:64], refs[:64])
@@ -200,23 +190,17 @@ def time_ours_training(encoder: Path, data: Path, n_rows: int, precision: str, g
     from lightning_metrics.models import CometEstimator
 
     pl.seed_everything(seed, verbose=False)
+    optim = {"lr_encoder": 3e-5, "lr_head": 3e-4, "layerwise_decay": 0.9, "nr_frozen_epochs": 0.3}
     model = CometEstimator(
-        encoder=str(encoder),
-        hidden_sizes=HEAD,
-        lr_encoder=3e-5,
-        lr_head=3e-4,
-        layerwise_decay=0.9,
-        nr_frozen_epochs=0.3,
-        keep_embeddings_frozen=True,
+        encoder=str(encoder), head={"hidden_sizes": HEAD}, optim={**optim, "keep_embeddings_frozen": True}
     )
     dm = RatingsDataModule(
         train=str(data),
         val=str(data),
         encoder=str(encoder),
-        batch_size=16,
-        max_length=256,
+        batches={"batch_size": 16, "max_length": 256},
         seed=seed,
-        **model.batch_layout,
+        layout=model.batch_layout,
     )
     trainer = pl.Trainer(
         default_root_dir=out,
