@@ -389,12 +389,26 @@ def test_an_explicit_trainer_setting_overrides_the_shared_defaults(tiny_encoder,
         assert noise not in output
 
 
+def test_native_bf16_is_read_from_the_cpus_flags(tmp_path, monkeypatch):
+    """AVX-512 alone emulates bf16 (oneDNN still calls it supported); AVX512-BF16 or AMX compute it."""
+    from lightning_metrics.encoders import inference
+
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n\nprocessor\t: 1\n")
+    assert inference.cpu_flags(str(tmp_path / "cpuinfo")) == {"fpu", "avx2", "avx512f", "avx512_bf16"}
+    assert inference.cpu_flags(str(tmp_path / "absent")) is None
+    for flags, native in (({"avx2", "avx512f", "avx512bw"}, False), ({"avx512_bf16"}, True), ({"amx_bf16"}, True)):
+        monkeypatch.setattr(inference, "cpu_flags", lambda flags=flags: flags)
+        assert inference.native_cpu_bf16() is native
+        assert inference.training_precision("cpu", bf16_on_cpu=True) == ("bf16-mixed" if native else "32-true")
+
+
 def test_bf16_on_a_cpu_without_native_bf16_is_warned_about():
     import warnings
 
+    from lightning_metrics.encoders.inference import native_cpu_bf16
     from lightning_metrics.training.lightning_cli import _warn_slow_cpu_bf16
 
-    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    native = native_cpu_bf16()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _warn_slow_cpu_bf16({"precision": "bf16-mixed", "accelerator": "cpu"})

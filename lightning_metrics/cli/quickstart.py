@@ -16,6 +16,7 @@ With ``--ratings FILE`` it then fine-tunes the pre-trained metric on those human
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ def run(
 
     s = settings or QuickstartSettings()
     root, times = Path(out), {}
+    shutil.rmtree(root / "ckpt", ignore_errors=True)  # a previous run's best checkpoint must not compete
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     n_pairs = generate_pairs(root, s, seed)
