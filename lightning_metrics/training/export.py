@@ -54,17 +54,16 @@ def save_model_files(model, folder: Path) -> None:
     """The weights, the encoder's config and the tokenizer of ``model``, into ``folder``."""
     from safetensors.torch import save_file
 
-    from lightning_metrics.encoders.loading import load_tokenizer
+    from lightning_metrics.encoders.loading import load_encoder, load_tokenizer, no_weight_bars
 
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, folder / WEIGHTS)
     model.encoder.config.save_pretrained(folder)
     load_tokenizer(model.hparams.encoder).save_pretrained(folder)
     spec = getattr(model, "signal_spec", None)
     if spec is not None and spec.needs_encoder:  # a hybrid model's BERTScore encoder travels with it
-        from lightning_metrics.encoders.loading import load_encoder
-
         encoder, tokenizer = load_encoder(spec.encoder)
-        encoder.save_pretrained(folder / SIGNAL_ENCODER)
+        with no_weight_bars():
+            encoder.save_pretrained(folder / SIGNAL_ENCODER)
         tokenizer.save_pretrained(folder / SIGNAL_ENCODER)
 
 
