@@ -3,7 +3,8 @@
 # (git-ignored, ~20 MiB) with what the GPU machine lacks and cannot download:
 #   wheels/ours  jsonargparse, entmax, datasets, bert-score (its torch, Lightning and transformers 5 are there)
 #   wheels/peer  unbabel-comet and its transformers 4 stack (installed apart, never beside ours)
-#   data/        10,000 real WMT21 DA rows from ../shared/data (a sample: the rows never enter git)
+#   data/        a sample of ../shared/data's WMT21 DA rows: whole sources for the WMT layout, one row
+#                of every other source for the distinct layout (the rows never enter git)
 #   tokenizer/   all-MiniLM-L6-v2's tokenizer files (the encoders' weights are built there, at random)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -23,12 +24,19 @@ from pathlib import Path
 from lightning_metrics.encoders.loading import default_encoder_path
 
 source = Path("../../../shared/data/wmt21_da_toen.csv")
-with source.open(encoding="utf-8", newline="") as f, open("carry/data/wmt21_da_sample.csv", "w", encoding="utf-8", newline="") as g:
-    reader = csv.DictReader(f)
-    writer = csv.DictWriter(g, fieldnames=["lp", "src", "mt", "ref", "score"], extrasaction="ignore")
+with source.open(encoding="utf-8", newline="") as f:
+    rows = list(csv.DictReader(f))
+groups = {}
+for row in rows:
+    groups.setdefault((row["lp"], row["src"]), []).append(row)
+sample = []  # whole sources (every system) up to 12,000 rows: the WMT layout; then one row of every other source
+for group in groups.values():
+    sample += group if len(sample) < 12000 else group[:1]
+with open("carry/data/wmt21_da_sample.csv", "w", encoding="utf-8", newline="") as g:
+    writer = csv.DictWriter(g, fieldnames=["lp", "src", "mt", "ref", "score", "system"], extrasaction="ignore")
     writer.writeheader()
-    for i, row in zip(range(12000), reader):  # whole sources come first in the file: the benchmark takes 10,000 in WMT layout
-        writer.writerow(row)
+    writer.writerows(sample)
+print(f"{len(sample)} rows, {len(groups)} sources")
 for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
     if (default_encoder_path() / name).is_file():
         shutil.copy(default_encoder_path() / name, Path("carry/tokenizer") / name)

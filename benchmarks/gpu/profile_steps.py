@@ -14,9 +14,10 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 import bench  # noqa: E402
+import sides  # noqa: E402
 import torch  # noqa: E402
 import workloads as w  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
@@ -43,36 +44,45 @@ def main() -> None:
     cfg = bench.configure(
         argparse.Namespace(dry_run=False, peer_python=None, peer_path=None, tokenizer=None, data=None, seed=args.seed)
     )
+    cfg.warmup, cfg.repeats = 256, 1
     out = Path(args.out)
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cfg.gpu else [])
     from score_speed import build_metric
 
     encoder = w.build_encoder(args.shape, cfg.tokenizer, out, args.seed)
     folder = out / f"metric-{args.shape}" / "estimator"
     if not folder.is_dir():
         folder = build_metric(out / f"metric-{args.shape}", args.seed, str(encoder))
-    rows = bench.wmt_rows(Path(cfg.data), args.rows)
+    rows = w.layout_rows(w.read_rows(Path(cfg.data)), "wmt", args.rows)
     report = out / "profile.txt"
     report.write_text("", encoding="utf-8")
-    for precision in ("fp32", "bf16"):
-        w.time_ours_scoring(folder, rows[:256], precision, cfg.device)
-        with profile(activities=activities) as prof:
-            result = w.time_ours_scoring(folder, rows, precision, cfg.device)
-        note(
-            report,
-            f"## scoring, {args.shape}, {precision}, {len(rows)} rows: {result['seconds']:.2f} s\n{tables(prof)}",
-        )
-    import lightning_metrics.models.base as base  # the same, with every attention kernel allowed (cuDNN's too)
-
-    base.attention_kernels = nullcontext
-    result = w.time_ours_scoring(folder, rows, "bf16", cfg.device)
-    note(report, f"## scoring, {args.shape}, bf16, cuDNN attention allowed: {result['seconds']:.2f} s")
-    base.attention_kernels = w.attention_kernels
+    profile_scoring(folder, rows, cfg, report, args.shape)
     encoder = w.build_encoder(args.train_shape, cfg.tokenizer, out, args.seed)
     data = w.write_rows(rows[:640], out / "profile-train.csv")
-    with profile(activities=activities) as prof:
-        result = w.time_ours_training(encoder, data, 640, "bf16-mixed", cfg.gpu, out / "fit", args.seed)
-    note(report, f"## training, {args.train_shape}, bf16-mixed, 640 rows: {result['seconds']:.2f} s\n{tables(prof)}")
+    sides.fit_epoch(encoder, data, "bf16-mixed", cfg, out / "fit")  # warm-up, outside the profiler
+    with profile(activities=activities(cfg)) as prof:
+        seconds, _ = sides.fit_epoch(encoder, data, "bf16-mixed", cfg, out / "fit")
+    note(report, f"## training, {args.train_shape}, bf16-mixed, 640 rows: {seconds:.2f} s\n{tables(prof)}")
+
+
+def activities(cfg) -> list:
+    return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cfg.gpu else [])
+
+
+def profile_scoring(folder: Path, rows: list[dict], cfg, report: Path, shape: str) -> None:
+    """Our scoring under the profiler in fp32 and bf16, then bf16 with every attention kernel allowed."""
+    for precision in ("fp32", "bf16"):
+        with profile(activities=activities(cfg)) as prof:
+            result = sides.ours_scoring(folder, rows, (precision, False), cfg)
+        note(report, f"## scoring, {shape}, {precision}, {len(rows)} rows: {result['seconds']:.2f} s\n{tables(prof)}")
+    import lightning_metrics.models.base as base  # the same, with every attention kernel allowed (cuDNN's too)
+
+    kept = base.attention_kernels
+    base.attention_kernels = nullcontext
+    try:
+        result = sides.ours_scoring(folder, rows, ("bf16", False), cfg)
+    finally:
+        base.attention_kernels = kept
+    note(report, f"## scoring, {shape}, bf16, cuDNN attention allowed: {result['seconds']:.2f} s")
 
 
 def note(report: Path, text: str) -> None:

@@ -1,15 +1,13 @@
-"""The workloads of the GPU benchmark: encoders of a shape, FLOP counts, and one timing per side.
-
-Each ``time_*`` function returns ``{"seconds", "rows", "scores"?}`` for one implementation at one
-precision; the peers (unbabel-comet in its own transformers-4 environment, bert-score in ours)
-run on the same encoder folder, the same metric weights and the same rows.
+"""What the GPU benchmark measures on: encoders of a shape with seeded random weights, FLOP counts of
+the useful work, the device's measured and rated bf16 rates, the two row layouts, and the summary of
+repeated timings (median, min, max). The timings themselves are in :mod:`sides`.
 """
 
 from __future__ import annotations
 
 import csv
+import statistics
 import sys
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -18,8 +16,6 @@ sys.path.insert(0, str(BENCH.parent))  # benchmarks/: common.py and the CPU benc
 import common  # noqa: E402  (the offline environment, before anything loads transformers)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-from lightning_metrics.encoders.inference import attention_kernels  # noqa: E402, F401 (profile_steps restores it)
 
 REPO = common.REPO
 HEAD = [1024, 256]
@@ -117,126 +113,37 @@ def write_rows(rows: list[dict], path: Path, fields=("src", "mt", "ref", "score"
     return path
 
 
-# -- scoring -----------------------------------------------------------------------------------
-def time_ours_scoring(folder: Path, rows: list[dict], precision: str, device: str) -> dict:
-    from lightning_metrics import load_metric
-
-    metric = load_metric(str(folder), precision=precision)
-    columns = {k: [r[k] for r in rows] for k in ("src", "mt", "ref")}
-    metric.score(**{k: v[:64] for k, v in columns.items()}, device=device, progress=False)  # warm-up, as the peer's
-    synchronize()
-    start = time.perf_counter()
-    result = metric.score(**columns, device=device, progress=False)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "rows": len(rows), "scores": np.asarray(result.scores), "signature": result.signature}
+# the vendor's dense bf16 tensor rate (TFLOP/s, without sparsity), by a part of the device's name
+RATED_BF16_TFLOPS = {"H200": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "L4": 121.0}
 
 
-def run_peer(args: list[str], peer: dict) -> dict:
-    """``benchmarks/peers/comet_peer.py ARGS`` with the peer's python and PYTHONPATH (:func:`common.run_peer`)."""
-    return common.run_peer("comet_peer.py", args, peer["python"], peer.get("path"))
+def rated_bf16_tflops(device_name: str) -> float | None:
+    """The rated dense bf16 peak of a device, matched by name (the longest match), else None."""
+    found = [k for k in RATED_BF16_TFLOPS if k in device_name]
+    return RATED_BF16_TFLOPS[max(found, key=len)] if found else None
 
 
-def time_peer_scoring(encoder: Path, weights: Path, data: Path, n_rows: int, peer: dict, gpu: bool) -> dict:
-    out = run_peer(
-        [
-            "predict",
-            "--data",
-            str(data),
-            "--encoder",
-            str(encoder),
-            "--weights",
-            str(weights),
-            "--batch",
-            "64",
-            "--accelerator",
-            "gpu" if gpu else "cpu",
-        ],
-        peer,
-    )
-    return {"seconds": out["seconds"], "rows": n_rows, "scores": np.asarray(out["scores"])}
+def read_rows(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
 
 
-# -- BERTScore ---------------------------------------------------------------------------------
-def time_ours_bertscore(
-    encoder: Path, layer: int, cands: list[str], refs: list[str], precision: str, device: str
-) -> dict:
-    from lightning_metrics.baselines.bertscore import BERTScorer
-
-    scorer = BERTScorer(str(encoder), layer=layer, device=device, precision=precision, progress=False)
-    scorer.score(cands[:64], refs[:64])
-    synchronize()
-    start = time.perf_counter()
-    result = scorer.score(cands, refs)
-    return {"seconds": time.perf_counter() - start, "rows": len(cands), "scores": result.f1}
-
-
-def time_peer_bertscore(encoder: Path, layer: int, cands: list[str], refs: list[str], device: str) -> dict:
-    import bert_score
-
-    scorer = bert_score.BERTScorer(model_type=str(encoder), num_layers=layer, batch_size=64, device=device, lang="en")
-    scorer.score(cands[:64], refs[:64])
-    synchronize()
-    start = time.perf_counter()
-    _, _, f = scorer.score(cands, refs)
-    return {"seconds": time.perf_counter() - start, "rows": len(cands), "scores": f.numpy()}
+def layout_rows(rows: list[dict], layout: str, n: int) -> list[dict]:
+    """``n`` rows in a layout: ``wmt``, whole sources with every system's output (sources and references
+    repeat, as in a WMT table), or ``distinct``, one output per source (nothing repeats)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r.get("lp"), r["src"]), []).append(r)
+    if layout == "distinct":
+        return [group[0] for group in groups.values()][:n]
+    out: list[dict] = []
+    for group in groups.values():
+        out += group[: n - len(out)]
+        if len(out) >= n:
+            break
+    return out
 
 
-# -- training ----------------------------------------------------------------------------------
-def time_ours_training(encoder: Path, data: Path, n_rows: int, precision: str, gpu: bool, out: Path, seed: int) -> dict:
-    """One epoch of a CometEstimator at COMET's recipe (batch 16, encoder frozen for 30%), validation off."""
-    import pytorch_lightning as pl
-
-    from lightning_metrics.data.modules import RatingsDataModule
-    from lightning_metrics.models import CometEstimator
-
-    pl.seed_everything(seed, verbose=False)
-    optim = {"lr_encoder": 3e-5, "lr_head": 3e-4, "layerwise_decay": 0.9, "nr_frozen_epochs": 0.3}
-    model = CometEstimator(
-        encoder=str(encoder), head={"hidden_sizes": HEAD}, optim={**optim, "keep_embeddings_frozen": True}
-    )
-    dm = RatingsDataModule(
-        train=str(data),
-        val=str(data),
-        encoder=str(encoder),
-        batches={"batch_size": 16, "max_length": 256},
-        seed=seed,
-        layout=model.batch_layout,
-    )
-    trainer = pl.Trainer(
-        default_root_dir=out,
-        accelerator="gpu" if gpu else "cpu",
-        devices=1,
-        precision=precision,
-        max_epochs=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-    )
-    synchronize()
-    start = time.perf_counter()
-    trainer.fit(model, dm)
-    synchronize()
-    return {"seconds": time.perf_counter() - start, "rows": n_rows}
-
-
-def time_peer_training(encoder: Path, data: Path, n_rows: int, precision: str, peer: dict, gpu: bool) -> dict:
-    out = run_peer(
-        [
-            "train",
-            "--data",
-            str(data),
-            "--encoder",
-            str(encoder),
-            "--batch",
-            "16",
-            "--precision",
-            precision,
-            "--accelerator",
-            "gpu" if gpu else "cpu",
-        ],
-        peer,
-    )
-    return {"seconds": out["epoch_seconds"], "rows": n_rows}
+def summary(runs: list[float]) -> dict:
+    """The median of repeated timings, with the min and max."""
+    return {"seconds": statistics.median(runs), "min": min(runs), "max": max(runs), "runs": list(runs)}
