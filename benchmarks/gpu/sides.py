@@ -75,13 +75,15 @@ def ours_scoring(folder: Path, rows: list[dict], setting: tuple[str, bool], cfg)
 
 def peer_scoring(encoder: Path, weights: Path, data: Path, n_rows: int, cfg) -> dict[str, dict]:
     """unbabel-comet as ``comet-score`` runs it (``model.half()``, TF32, its cache, per system, the batch
-    size swept), then at fp32 with and without TF32 at the batch size that sweep chose."""
+    size swept), then at fp32 with and without TF32 (on a GPU; TF32 is a no-op on a CPU) at the batch
+    size that sweep chose."""
     base = ["predict", "--data", str(data), "--encoder", str(encoder), "--weights", str(weights)]
     base += ["--cache", "--per-system", "--warmup", str(cfg.warmup), "--repeats", str(cfg.repeats)]
     base += ["--accelerator", "gpu" if cfg.gpu else "cpu"]
     sweep = ",".join(map(str, cfg.batch_sweep))
     out = {"fp16": common.run_peer("comet_peer.py", [*base, "--half", "--tf32", "--batches", sweep], **cfg.peer)}
-    for label, flags in (("fp32+tf32", ["--tf32"]), ("fp32", [])):
+    fp32_settings = {"fp32+tf32": ["--tf32"], "fp32": []} if cfg.gpu else {"fp32": []}
+    for label, flags in fp32_settings.items():
         out[label] = common.run_peer("comet_peer.py", [*base, *flags, "--batch", str(out["fp16"]["batch"])], **cfg.peer)
     return {k: {**w.summary(v["runs"]), "rows": n_rows, "scores": np.asarray(v["scores"]), **_peer_extra(v)}
             for k, v in out.items()}  # fmt: skip
