@@ -47,6 +47,15 @@ def test_parse_builtins_folders_and_labels(tiny_export):
     assert (labelled.label, labelled.folder) == ("mine", str(tiny_export))
     e5 = parse_spec("e5=bertscore:model=multilingual-e5-small,layer=7")
     assert (e5.label, e5.name, e5.options["layer"]) == ("e5", "bertscore_f", 7)
+    # names in any letter case, as sacrebleu and rouge-score write them; the label keeps the given text
+    assert [
+        (parse_spec(t).name, parse_spec(t).label) for t in ("chrF", "BLEU:tokenize=intl", "RougeL", "BERTScore")
+    ] == [
+        ("chrf", "chrF"),
+        ("bleu", "BLEU:tokenize=intl"),
+        ("rougeL", "RougeL"),
+        ("bertscore_f", "BERTScore"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -229,7 +229,10 @@ def builtin_names() -> list[str]:
 
 
 def canonical_name(name: str) -> str:
-    return ALIASES.get(name, name)
+    """The built-in's own name for ``name``, in any letter case (``chrF``, ``BLEU`` as sacrebleu writes them)."""
+    folded = {n.lower(): n for n in NAMES}
+    key = name.lower()
+    return folded.get(ALIASES.get(key, key), name)
 
 
 def is_builtin_name(name: str) -> bool:
