@@ -12,6 +12,7 @@ from conftest import REPO, TINY_CORPUS
 from test_workflow import TINY_RUN, lm, ok
 
 from lightning_metrics import load_metric
+from lightning_metrics.cli.main import main
 from lightning_metrics.importers import import_metric
 
 ROWS = [
@@ -246,7 +247,7 @@ def test_readme_workflow_import_score_finetune_export_score(tmp_path, tiny_encod
     assert len(after) == len(ROWS) and after != before
 
 
-def test_import_errors_are_one_line(tmp_path, tiny_encoder):
+def test_import_errors_are_one_line(tmp_path, tiny_encoder, monkeypatch, capsys):
     unified = {"class_identifier": "unified_metric", "layer": "mix", "pool": "avg"}
     (tmp_path / "kiwi" / "checkpoints").mkdir(parents=True)
     torch.save({"state_dict": {}, "hyper_parameters": unified}, tmp_path / "kiwi" / "checkpoints" / "model.ckpt")
@@ -274,11 +275,16 @@ def test_import_errors_are_one_line(tmp_path, tiny_encoder):
         "hub": "'xlm-roberta-large' is not a local folder and the hub is switched off",
         "pickled": "not a readable Lightning checkpoint",
     }
-    for source, problem in expected.items():
-        proc = lm(tmp_path, "import", source, "--out", f"out-{source}")
-        lines = proc.stderr.strip().splitlines()
-        assert proc.returncode == 2 and len(lines) == 1 and problem in lines[0], (source, proc.stderr)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()  # what writing the checkpoints printed
+    for source, problem in expected.items():  # in process: a traceback would raise here
+        code = main(["import", source, "--out", f"out-{source}"])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and problem in lines[0], (source, lines)
         assert not (tmp_path / f"out-{source}").exists()
+    # and the last once more as a shell runs it: the same one line
+    proc = lm(tmp_path, "import", source, "--out", f"out-{source}")
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == lines
 
 
 def test_bleurt_sentencepiece_vocabulary_tokenises_as_sentencepiece_does(tmp_path, tiny_encoder):
