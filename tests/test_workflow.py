@@ -11,6 +11,8 @@ import sys
 import pytest
 from conftest import REPO, TINY_CORPUS
 
+from lightning_metrics.cli.main import main
+
 OFFLINE = {
     **os.environ,
     "HF_HUB_OFFLINE": "1",
@@ -71,7 +73,9 @@ FAMILIES = [  # config, run folder, needs references, needs sources
 @pytest.mark.parametrize(
     "config, run_dir, reads_ref, reads_src", FAMILIES, ids=[c.split("/", 1)[1] for c, *_ in FAMILIES]
 )
-def test_fit_export_score_evaluate(tmp_path, tiny_encoder, ratings, config, run_dir, reads_ref, reads_src):
+def test_fit_export_score_evaluate(
+    tmp_path, tiny_encoder, ratings, config, run_dir, reads_ref, reads_src, monkeypatch, capsys
+):
     for name in ("ratings.csv", "hyp.txt", "ref.txt", "src.txt"):
         (tmp_path / name).write_bytes((ratings / name).read_bytes())
     # the encoder is stated once, on the model: the data module follows it (linked)
@@ -134,8 +138,10 @@ def test_fit_export_score_evaluate(tmp_path, tiny_encoder, ratings, config, run_
             )
         )
         assert re.search(r"^deletion\s+0\.40\s+\d+\s+[01]\.\d{3}\s+-?\d+\.\d{4}$", probed, re.M)
-        missing = lm(tmp_path, "probe", "--metric", "checkpoints/m", "--corpus", "ref.txt", "--n", "12")
-        assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
+        monkeypatch.chdir(tmp_path)  # a mistake's one line, in process (a traceback would raise here)
+        capsys.readouterr()
+        assert main(["probe", "--metric", "checkpoints/m", "--corpus", "ref.txt", "--n", "12"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
             "error: checkpoints/m reads sources: give --sources FILE (a line per corpus sentence) "
             "or a parallel --corpus table with src and ref columns"
         ]
