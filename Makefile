@@ -28,11 +28,15 @@ $(WORDNET):
 		echo "WordNet missing: run 'sudo apt-get install wordnet-base wordnet-sense-index' (or python -m nltk.downloader wordnet)"; \
 	fi
 
-# the formatter and linter first (ruff, configured in pyproject.toml): seconds, before minutes of tests
+# the formatter and linter first (ruff, configured in pyproject.toml): seconds, before minutes of tests.
+# TEST_WORKERS pytest-xdist processes with one torch thread each: the tiny models and the CLI
+# subprocesses' imports use a core each, and threads that outnumber the cores only wait on each other
+# (2 workers halve the suite on a 2-core machine). Each worker holds a few GiB at most.
+TEST_WORKERS ?= 2
 test: setup
 	$(PY) -m ruff format --check --quiet .
 	$(PY) -m ruff check --quiet .
-	$(OFFLINE) $(PY) -m pytest -q
+	$(OFFLINE) OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 quickstart: setup
 	$(OFFLINE) $(VENV)/bin/lightning-metrics quickstart
