@@ -170,11 +170,13 @@ def _range_cases():
     cases = []
     for command, (make, _, _) in COMMANDS.items():
         parser = make()
-        required = [x for a in parser._actions if a.required and a.option_strings for x in (a.option_strings[-1], "x")]
+        positionals = ["x" for a in parser._actions if a.required and not a.option_strings]
         for action in parser._actions:
             allowed = range_of(command, action.dest)
             if allowed is None or not action.option_strings:
                 continue
+            others = [a for a in parser._actions if a.required and a.option_strings and a is not action]
+            required = [*positionals, *(x for a in others for x in (a.option_strings[-1], "x"))]
             bad = allowed.high + 0.5 if allowed.open else allowed.low - 1
             bad = int(bad) if action.type in (int,) or "int" in str(action.type) else bad
             values = ["1", str(bad)] if action.nargs == "+" else [str(bad)]

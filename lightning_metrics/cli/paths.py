@@ -21,6 +21,7 @@ OUTPUTS = {  # (command, option dest) -> what the option must name
     ("generate", "out"): FOLDER,
     ("export", "out"): FOLDER,
     ("import", "out"): FOLDER,
+    ("interpolate", "out"): FOLDER,
     ("quickstart", "out"): FOLDER,
     ("quickstart", "checkpoints"): FOLDER,
     ("plot-run", "out"): FOLDER,

@@ -60,7 +60,7 @@ OPTION_RANGES = {
     "finetune_steps": COUNT,
     "probe_sentences": COUNT,
 }
-COMMAND_RANGES = {("compare", "bootstrap"): COUNT}
+COMMAND_RANGES = {("compare", "bootstrap"): COUNT, ("interpolate", "alpha"): Range(0, 1)}
 
 
 def range_of(command: str, dest: str) -> Range | None:

@@ -1,0 +1,144 @@
+"""Weight-space interpolation of two exports (WiSE-FT, Wortsman et al. 2022): ``(1 - alpha) * START +
+alpha * TUNED`` for every floating-point weight, written as a verified export.
+
+The two parents must be one architecture: the same family, inputs, targets and inference settings
+(training-only settings such as learning rates, losses and dropout may differ), the same weight
+names and shapes, and the same encoder configuration, tokenizer and signal encoder. The target
+statistics are buffers in the weights, so they are mixed too: ``alpha = 0`` scores as START and
+``alpha = 1`` as TUNED (where their ``max_length`` differs, the mix reads the longer). Its
+metadata records ``alpha`` and both parents' paths and weight hashes (``interpolated_from``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.storage.artifact import CARD, MANIFEST, METADATA, WEIGHTS, read_export, write_export
+
+TRAINING_ONLY = ("optim", "objective", "dropout", "mix_dropout")  # hyper-parameters that do not change a score
+VOLATILE_JSON_KEYS = ("_name_or_path", "name_or_path", "transformers_version")  # where a file was saved from
+
+
+def interpolate_exports(
+    start: str | Path, tuned: str | Path, alpha: float, out: str | Path, force: bool = False
+) -> Path:
+    """Write the weight-space mix of the exports ``start`` and ``tuned`` to ``out`` (see the module docstring)."""
+    from safetensors.torch import save_file
+
+    if not 0.0 <= alpha <= 1.0:
+        raise LightningMetricsError(f"--alpha: {alpha} is not in [0, 1]")
+    first, second = read_export(start), read_export(tuned)
+    start_weights, tuned_weights = first.load_weights(), second.load_weights()
+    problem = architecture_difference(first, second) or weights_difference(start_weights, tuned_weights)
+    if problem:
+        raise LightningMetricsError(f"{start} and {tuned} cannot be interpolated: {problem}")
+    weights = mix_weights(start_weights, tuned_weights, alpha)
+    meta = {k: v for k, v in second.meta.items() if k not in ("format_version", "requires")}
+    lengths = [m.get("max_length") for m in (first.meta, second.meta)]
+    if all(lengths):  # the longer input of the two, so that neither parent's inputs are cut shorter
+        meta["max_length"] = max(lengths)
+    if "target_mean" in weights:
+        meta["target_mean"], meta["target_std"] = weights["target_mean"].tolist(), weights["target_std"].tolist()
+    meta["interpolated_from"] = {
+        "alpha": alpha,
+        "start": {"path": str(start), "weights_sha256": first.weights_sha256},
+        "tuned": {"path": str(tuned), "weights_sha256": second.weights_sha256},
+    }
+
+    def fill(folder: Path) -> None:
+        for path in _payload_files(second.path):
+            target = folder / path.relative_to(second.path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / WEIGHTS), metadata={"format": "pt"})
+
+    card = (
+        f"# {Path(out).name}\n\nA weight-space interpolation made by lightning-metrics: {1 - alpha:g} x `{start}` "
+        f"(weights {first.short_hash}) + {alpha:g} x `{tuned}` (weights {second.short_hash}).\n\n"
+        "Every file is listed with its sha256 in `manifest.json` and checked when it loads.\n"
+    )
+    folder = write_export(out, meta, fill, card, force=force)
+    read_export(folder)  # verified as any export is when it loads
+    return folder
+
+
+def architecture_difference(first, second) -> str | None:
+    """The first way in which two exports are not one architecture, as a phrase; ``None`` if they are."""
+    for key in ("family", "inputs", "targets"):
+        if first.meta.get(key) != second.meta.get(key):
+            return f"their {key} differ ({first.meta.get(key)!r} and {second.meta.get(key)!r})"
+    where = _first_difference(_inference_settings(first.meta), _inference_settings(second.meta), "hyper_parameters")
+    if where:
+        return f"{where} differs"
+    names = sorted({p.relative_to(first.path).as_posix() for p in _payload_files(first.path)})
+    others = sorted({p.relative_to(second.path).as_posix() for p in _payload_files(second.path)})
+    if names != others:
+        return f"they hold different files ({sorted(set(names) ^ set(others))[:3]})"
+    for name in names:
+        if _file_content(first.path / name) != _file_content(second.path / name):
+            return f"their {name} differ (another encoder, tokenizer or signal encoder)"
+    return None
+
+
+def weights_difference(start: dict, tuned: dict) -> str | None:
+    """How two state dicts cannot be mixed (names, shapes, unequal non-float tensors), or ``None``."""
+    if start.keys() != tuned.keys():
+        return f"their weight names differ ({sorted(set(start) ^ set(tuned))[:3]})"
+    for name, b in tuned.items():
+        a = start[name]
+        if a.shape != b.shape:
+            return f"weight {name} has shape {tuple(a.shape)} in one and {tuple(b.shape)} in the other"
+        if not b.is_floating_point() and not a.equal(b):
+            return f"weight {name} ({b.dtype}) differs and cannot be mixed"
+    return None
+
+
+def mix_weights(start: dict, tuned: dict, alpha: float) -> dict:
+    """``(1 - alpha) * start + alpha * tuned`` per floating-point tensor, computed in fp32 and stored in
+    the tuned tensor's dtype; other tensors are the tuned ones (equal, see :func:`weights_difference`)."""
+    return {
+        name: ((1.0 - alpha) * start[name].float() + alpha * b.float()).to(b.dtype) if b.is_floating_point() else b
+        for name, b in tuned.items()
+    }
+
+
+def _inference_settings(meta: dict):
+    """The hyper-parameters without the training-only ones (:data:`TRAINING_ONLY`), at any depth."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in TRAINING_ONLY}
+        return value
+
+    return strip(meta.get("hyper_parameters") or {})
+
+
+def _first_difference(a, b, path: str) -> str | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            found = _first_difference(a.get(key), b.get(key), f"{path}.{key}")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{path} ({a!r} against {b!r})"
+
+
+def _payload_files(folder: Path) -> list[Path]:
+    """Every file of an export but its weights, metadata, card and manifest (written anew)."""
+    skip = {WEIGHTS, METADATA, CARD, MANIFEST}
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in skip)
+
+
+def _file_content(path: Path):
+    """A file's bytes, or for JSON its object without the keys that only say where it was saved from."""
+    data = path.read_bytes()
+    if path.suffix != ".json":
+        return data
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return data
+    return {k: v for k, v in value.items() if k not in VOLATILE_JSON_KEYS} if isinstance(value, dict) else value
