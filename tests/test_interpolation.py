@@ -13,6 +13,7 @@ from test_workflow import lm, ok
 
 from lightning_metrics import load_metric
 from lightning_metrics.cli.main import main
+from lightning_metrics.metrics.ensemble_export import export_ensemble
 from lightning_metrics.models import BleurtRegressor, CometEstimator
 from lightning_metrics.storage.artifact import read_export
 
@@ -81,6 +82,12 @@ def test_parents_of_two_architectures_are_one_line(parents, tmp_path, tiny_encod
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and "cannot be interpolated" in lines[0] and problem in lines[0], lines
         assert not (tmp_path / "x").exists()
+    table = {k: [r[k] for r in da_rows[:40]] for k in ("mt", "ref")}
+    ensemble = export_ensemble(["chrf", "bleu"], tmp_path / "ens", table)
+    assert main(["interpolate", str(ensemble), str(tuned), "--alpha", "0.5", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {ensemble}: holds no model.safetensors to mix " + (
+        "(an ensemble mixes its members by export --ensemble --weights)"
+    )
     assert main(["interpolate", str(start), str(tuned), "--alpha", "1.5", "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err.strip() == "error: interpolate: --alpha: 1.5 is not in [0, 1]"
     assert json.loads((start / "metric.json").read_text())["family"] == "CometEstimator"

@@ -29,8 +29,14 @@ def interpolate_exports(
     from safetensors.torch import save_file
 
     if not 0.0 <= alpha <= 1.0:
-        raise LightningMetricsError(f"--alpha: {alpha} is not in [0, 1]")
+        raise LightningMetricsError(f"alpha: {alpha} is not in [0, 1]")
     first, second = read_export(start), read_export(tuned)
+    for parent in (first, second):
+        if not parent.file(WEIGHTS).is_file():
+            raise LightningMetricsError(
+                f"{parent.path}: holds no {WEIGHTS} to mix "
+                "(an ensemble mixes its members by export --ensemble --weights)"
+            )
     start_weights, tuned_weights = first.load_weights(), second.load_weights()
     problem = architecture_difference(first, second) or weights_difference(start_weights, tuned_weights)
     if problem:
