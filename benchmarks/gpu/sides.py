@@ -18,7 +18,7 @@ and max: :func:`workloads.summary`). Settings, per side:
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import common
@@ -26,7 +26,6 @@ import numpy as np
 import torch
 import workloads as w
 
-HEAD = [1024, 256]
 BATCH_SWEEP = (16, 32, 64, 128, 256)
 
 
@@ -117,7 +116,7 @@ def peer_bertscore(encoder: Path, layer: int, pairs: tuple[list, list], cfg) -> 
     out = {}
     for label, (dtype, use_tf32) in settings.items():
         device_type = "cuda" if cfg.gpu else "cpu"
-        autocast = torch.autocast(device_type, dtype=dtype) if dtype is not None else _nothing()
+        autocast = torch.autocast(device_type, dtype=dtype) if dtype is not None else nullcontext()
         with tf32(use_tf32), autocast:
             sweep, best = {}, None
             for batch in cfg.batch_sweep:
@@ -138,11 +137,6 @@ def peer_bertscore(encoder: Path, layer: int, pairs: tuple[list, list], cfg) -> 
             "sweep": sweep,
         }
     return out
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 # -- training -----------------------------------------------------------------------------------
@@ -171,15 +165,12 @@ def fit_epoch(encoder: Path, data: Path, precision: str, cfg, out: Path):
     import time
 
     import pytorch_lightning as pl
+    from comet_wmt import estimator  # the COMET recipe's estimator, as the CPU benchmark builds it
 
     from lightning_metrics.data.modules import RatingsDataModule
-    from lightning_metrics.models import CometEstimator
 
     pl.seed_everything(cfg.seed, verbose=False)
-    optim = {"lr_encoder": 3e-5, "lr_head": 3e-4, "layerwise_decay": 0.9, "nr_frozen_epochs": 0.3}
-    model = CometEstimator(
-        encoder=str(encoder), head={"hidden_sizes": HEAD}, optim={**optim, "keep_embeddings_frozen": True}
-    )
+    model = estimator(encoder=str(encoder))
     dm = RatingsDataModule(
         train=str(data), val=str(data), encoder=str(encoder), batches={"batch_size": 16, "max_length": 256},
         seed=cfg.seed, layout=model.batch_layout,

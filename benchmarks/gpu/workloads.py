@@ -18,7 +18,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 REPO = common.REPO
-HEAD = [1024, 256]
 
 # BERT shapes: all-MiniLM-L6-v2's, XLM-R-large's (24 x 1024; BERT's vocabulary, the same arithmetic
 # per token), and a tiny one for the CPU dry run. ``bertscore_layer``: the layer BERTScore reads.
