@@ -221,6 +221,7 @@ CLASSES = {"bleu": BLEU, "chrf": CHRF, "rouge": ROUGE, "bertscore": BERTScore}
 NAMES = {"bleu": "bleu", "chrf": "chrf", **{t: "rouge" for t in lexical.ROUGE_TYPES}}
 NAMES.update({f"bertscore_{part}": "bertscore" for part in "prf"})  # name -> family
 ALIASES = {"bertscore": "bertscore_f"}
+BY_LOWER_CASE = {name.lower(): name for name in NAMES}  # rougeL is the one name with a capital
 
 
 def builtin_names() -> list[str]:
@@ -230,9 +231,8 @@ def builtin_names() -> list[str]:
 
 def canonical_name(name: str) -> str:
     """The built-in's own name for ``name``, in any letter case (``chrF``, ``BLEU`` as sacrebleu writes them)."""
-    folded = {n.lower(): n for n in NAMES}
     key = name.lower()
-    return folded.get(ALIASES.get(key, key), name)
+    return BY_LOWER_CASE.get(ALIASES.get(key, key), name)
 
 
 def is_builtin_name(name: str) -> bool:
