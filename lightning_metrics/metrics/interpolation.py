@@ -18,7 +18,7 @@ from pathlib import Path
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.storage.artifact import CARD, MANIFEST, METADATA, WEIGHTS, read_export, write_export
 
-TRAINING_ONLY = ("optim", "objective", "dropout", "mix_dropout")  # hyper-parameters that do not change a score
+TRAINING_ONLY = ("optim", "objective", "adapters", "dropout", "mix_dropout")  # do not change a score (adapters: merged)
 VOLATILE_JSON_KEYS = ("_name_or_path", "name_or_path", "transformers_version")  # where a file was saved from
 
 

@@ -5,7 +5,9 @@
 - AdamW with layer-wise learning-rate decay (top layer ``lr_encoder``, each layer below times
   ``layerwise_decay``, embeddings lowest), a separate ``lr_head``, linear warm-up and decay, the
   encoder frozen for the first ``nr_frozen_epochs`` (fractions allowed), embeddings optionally
-  frozen for the whole run (the ``optim`` group);
+  frozen for the whole run, and only the parts ``optim.trainable`` names trained (the ``optim`` group);
+- optional LoRA adapters on the encoder, added after the starting weights and merged at export
+  (:mod:`lightning_metrics.models.tuning`);
 - target standardisation: the statistics are the training data's, handed over at fit time by
   :class:`~lightning_metrics.models.data_link.DataLink` (the model never reads the data module) and
   saved in checkpoints;
@@ -43,9 +45,10 @@ from lightning_metrics.models.head import (
     start_as_signal,
     zero_linear,
 )
-from lightning_metrics.models.losses import LOSSES, pairwise_loss, regression_loss, squared_distance
+from lightning_metrics.models.losses import objective_weights, pairwise_loss, regression_loss, squared_distance
 from lightning_metrics.models.modules import FeedForward, LayerMix, pool
-from lightning_metrics.models.options import Head, Objective, Optimisation, Readout, as_group, plain
+from lightning_metrics.models.options import Adapters, Head, Objective, Optimisation, Readout, as_group, plain
+from lightning_metrics.models.tuning import add_adapters, limit_training
 from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
 from lightning_metrics.storage.checkpoint import encoder_brings_weights, load_start
 
@@ -73,24 +76,25 @@ class MetricModel(pl.LightningModule):
         head: Head = Head(),
         objective: Objective = Objective(),
         optim: Optimisation = Optimisation(),
+        adapters: Adapters = Adapters(),
         signals: Optional[SignalSpec] = None,
         init_from: Optional[str] = None,
         encoder_weights: bool = True,
     ):
         """``encoder`` (a name or folder, :mod:`lightning_metrics.encoders`) and ``targets`` (the first is
-        the metric's score); the groups :class:`~lightning_metrics.models.options.Readout`,
-        :class:`~lightning_metrics.models.options.Head`, :class:`~lightning_metrics.models.options.Objective`
-        and :class:`~lightning_metrics.models.options.Optimisation` (each a dataclass or a dict of its
-        fields); ``signals``, the hybrid inputs (:class:`~lightning_metrics.baselines.signals.SignalSpec`:
-        names, BERTScore encoder and layer) fed to the head beside the embeddings; ``init_from``, starting
-        weights (a checkpoint or an export, see :meth:`initialise_from`). ``encoder_weights=False`` builds
-        the encoder from its config alone, for code that loads every weight from elsewhere (an export, a
-        peer's checkpoint); it is not a hyper-parameter."""
+        the metric's score); the groups of :mod:`~lightning_metrics.models.options` (``readout``, ``head``,
+        ``objective``, ``optim``, ``adapters``: each a dataclass or a dict of its fields); ``signals``, the
+        hybrid inputs (:class:`~lightning_metrics.baselines.signals.SignalSpec`: names, BERTScore encoder
+        and layer) fed to the head beside the embeddings; ``init_from``, starting weights (a checkpoint
+        or an export, see :meth:`initialise_from`). ``encoder_weights=False`` builds the encoder from its
+        config alone, for code that loads every weight from elsewhere (an export, a peer's checkpoint);
+        it is not a hyper-parameter."""
         super().__init__()
         self.readout = as_group(Readout, readout, "model.readout")
         self.head_options = as_group(Head, head, "model.head")
         self.objective = as_group(Objective, objective, "model.objective")
         self.optim = as_group(Optimisation, optim, "model.optim")
+        self.adapters = as_group(Adapters, adapters, "model.adapters")
         self.targets = list(targets)
         self.loss_weights = objective_weights(self.objective.loss, self.objective.loss_weights, self.targets)
         self.signal_spec = signal_spec(signals)
@@ -109,7 +113,7 @@ class MetricModel(pl.LightningModule):
         """The hyper-parameters as checkpoints keep them: every group a plain dict (``weights_only``
         loading reads no dataclasses), signals with the layer resolved, so a checkpoint records it."""
         groups = {"readout": self.readout, "head": self.head_options, "objective": self.objective}
-        groups.update(optim=self.optim, signals=self.signal_spec)
+        groups.update(optim=self.optim, adapters=self.adapters, signals=self.signal_spec)
         for store in (self._hparams, self._hparams_initial):
             store.update({k: plain(v) for k, v in groups.items()})
             store["targets"] = list(self.targets)
@@ -182,13 +186,16 @@ class MetricModel(pl.LightningModule):
         its ``score`` row to a fine-tuning head; a hybrid head (``signals``) takes a head pre-trained
         without them, its signal columns keeping their initial values. Target statistics are not
         copied: fine-tuning data brings its own. Reads with ``weights_only=True``: no pickled code runs.
+        Then the adapters, if any, and the freezing ``optim.trainable`` asks for: the last step of
+        building every family.
         """
-        if not path:
-            return
-        copied = load_start(self, path)
-        if self.objective.l2_to_start > 0:  # the pull's anchor: the weights as they start
-            trainable = dict(self.named_parameters())
-            self._start = {k: v.detach().clone().float() for k, v in copied.items() if k in trainable}
+        if path:
+            copied = load_start(self, path)
+            if self.objective.l2_to_start > 0:  # the pull's anchor: the weights as they start
+                trainable = dict(self.named_parameters())
+                self._start = {k: v.detach().clone().float() for k, v in copied.items() if k in trainable}
+        add_adapters(self.encoder, self.adapters)
+        self._tunable_encoder = limit_training(self)
 
     @property
     def batch_layout(self) -> dict:
@@ -272,9 +279,11 @@ class MetricModel(pl.LightningModule):
         groups: dict[tuple[float, float], list] = {}
         for name, param in self.named_parameters():
             if name.startswith("encoder."):
-                if optim.keep_embeddings_frozen and name.startswith("encoder.embeddings"):
-                    continue  # frozen for the whole run: not optimised at all
+                if name[len("encoder.") :] not in self._tunable_encoder:
+                    continue  # frozen for the whole run (kept embeddings, adapters' base, trainable): not optimised
                 lr = self._encoder_lr(name[len("encoder.") :])
+            elif not param.requires_grad:
+                continue  # a part optim.trainable leaves out
             else:
                 lr = optim.lr_head
             decay = 0.0 if param.ndim == 1 else optim.weight_decay  # no decay on biases and norms
@@ -316,9 +325,8 @@ class MetricModel(pl.LightningModule):
             return  # only a change walks the parameters
         self._encoder_trainable = trainable
         for name, param in self.encoder.named_parameters():
-            if self.optim.keep_embeddings_frozen and name.startswith("embeddings"):
-                continue
-            param.requires_grad_(trainable)
+            if name in self._tunable_encoder:
+                param.requires_grad_(trainable)
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         objective = self.objective
@@ -384,13 +392,3 @@ class MetricModel(pl.LightningModule):
         stats = correlations_by_group(rows, self.group_names)
         for key, value in stats.items():
             self.log(f"{prefix}_{key}", value, prog_bar=key == "kendall", sync_dist=False, rank_zero_only=False)
-
-
-def objective_weights(loss: str, loss_weights: Optional[dict], targets: list[str]) -> list[float]:
-    """Each target's weight in the loss (1 unless ``loss_weights`` names it), once ``loss`` is known."""
-    if loss not in LOSSES:
-        raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
-    unknown = set(loss_weights or {}) - set(targets)
-    if unknown:
-        raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {targets}")
-    return [float((loss_weights or {}).get(t, 1.0)) for t in targets]

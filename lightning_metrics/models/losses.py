@@ -6,12 +6,15 @@
   differ, ``max(0, margin - (pred_better - pred_worse))`` averaged over the pairs. It is zero
   exactly when every such pair is ordered by at least ``margin``; segment Kendall counts
   orderings, which MSE on noisy scores does not.
+- :func:`objective_weights`: each target's weight in the loss.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from lightning_metrics.errors import LightningMetricsError
 
 LOSSES = ("mse", "huber")
 
@@ -60,3 +63,13 @@ def squared_distance(params: dict[str, torch.Tensor], start: dict[str, torch.Ten
         part = (param.float() - value).pow(2).sum()
         total = part if total is None else total + part
     return total if total is not None else torch.zeros(())
+
+
+def objective_weights(loss: str, loss_weights: dict | None, targets: list[str]) -> list[float]:
+    """Each target's weight in the loss (1 unless ``loss_weights`` names it), once ``loss`` is known."""
+    if loss not in LOSSES:
+        raise LightningMetricsError(f"model.loss must be one of {LOSSES}, got {loss!r}")
+    unknown = set(loss_weights or {}) - set(targets)
+    if unknown:
+        raise LightningMetricsError(f"loss_weights name(s) {sorted(unknown)} that are not targets {targets}")
+    return [float((loss_weights or {}).get(t, 1.0)) for t in targets]

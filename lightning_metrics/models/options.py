@@ -65,7 +65,8 @@ class Optimisation:
     """AdamW: ``lr_encoder`` at the top layer, times ``layerwise_decay`` per layer below (embeddings
     lowest), ``lr_head`` for the rest, ``weight_decay``, linear warm-up over ``warmup_ratio`` of the
     steps then decay; the encoder frozen for the first ``nr_frozen_epochs`` (fractions allowed), its
-    embeddings for the whole run with ``keep_embeddings_frozen``."""
+    embeddings for the whole run with ``keep_embeddings_frozen``; ``trainable``, the parts a fit
+    changes (``encoder``, ``layer_mix``, ``head``: ``[head]`` is head-only fine-tuning)."""
 
     lr_encoder: float = 2e-5
     lr_head: float = 3e-4
@@ -74,12 +75,26 @@ class Optimisation:
     warmup_ratio: float = 0.1
     nr_frozen_epochs: float = 0.0
     keep_embeddings_frozen: bool = False
+    trainable: tuple[str, ...] = ("encoder", "layer_mix", "head")
 
 
-GROUPS = {"readout": Readout, "head": Head, "objective": Objective, "optim": Optimisation}
+@dataclass(frozen=True)
+class Adapters:
+    """Low-rank adapters (LoRA, through ``peft``) on the encoder's linear layers whose names end in
+    one of ``modules`` (query, key, value and dense: BERT's attention and feed-forward), of ``rank``
+    (0: none) and scale ``alpha``/``rank``, with ``dropout``. The encoder's own weights stay frozen;
+    export merges the adapters into them (:mod:`lightning_metrics.models.tuning`)."""
+
+    rank: int = 0
+    alpha: float = 16.0
+    dropout: float = 0.0
+    modules: tuple[str, ...] = ("query", "key", "value", "dense")
+
+
+GROUPS = {"readout": Readout, "head": Head, "objective": Objective, "optim": Optimisation, "adapters": Adapters}
 SIGNAL_KEYS = {"signals": "names", "signal_encoder": "encoder", "signal_layer": "layer"}
 MOVED = {  # flat key of earlier versions -> where it lives now
-    **{f.name: f"{group}.{f.name}" for group, cls in GROUPS.items() for f in fields(cls)},
+    **{f.name: f"{group}.{f.name}" for group, cls in GROUPS.items() if group != "adapters" for f in fields(cls)},
     **{flat: f"signals.{key}" for flat, key in SIGNAL_KEYS.items()},
 }
 
@@ -95,8 +110,9 @@ def as_group(cls, value, where: str):
     unknown = sorted(set(values) - known)
     if unknown:
         raise LightningMetricsError(f"{where}.{unknown[0]} is not a setting; {where} has {', '.join(sorted(known))}")
-    if "hidden_sizes" in values and values["hidden_sizes"] is not None:
-        values["hidden_sizes"] = tuple(values["hidden_sizes"])
+    for f in fields(cls):  # lists (YAML, JSON) as the tuples the group holds
+        if isinstance(f.default, tuple) and isinstance(values.get(f.name), list):
+            values[f.name] = tuple(values[f.name])
     for f in fields(cls):  # jsonargparse reads a nested flag's null as the text None: it means None here
         if values.get(f.name) in ("None", "null") and "Optional" in str(f.type):
             values[f.name] = None

@@ -39,12 +39,17 @@ def model_from_checkpoint(path: str | os.PathLike):
 
 
 def export_checkpoint(checkpoint_path: str | os.PathLike, out: str | os.PathLike, force: bool = False) -> Path:
-    """Write the metric folder for a checkpoint atomically; returns the folder."""
+    """Write the metric folder for a checkpoint atomically, adapters merged into the weights; returns the folder."""
+    from lightning_metrics.models.tuning import merge_adapters
+
     target = Path(out)
     if target.exists() and not force:
         raise LightningMetricsError(f"{target} exists; pass --force to replace it")
     model, checkpoint = model_from_checkpoint(checkpoint_path)
+    merged = merge_adapters(model)  # an export is a plain model: it scores without peft
     meta = _metadata(model, checkpoint, checkpoint_path)
+    if merged:
+        meta["adapters_merged"] = merged
     return write_export(
         target, meta, lambda folder: save_model_files(model, folder), model_card(target.name, meta), force=force
     )
