@@ -5,14 +5,17 @@ architectures are one line."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+import scipy.stats
 import torch
 from conftest import export_tiny
 from test_workflow import lm, ok
 
 from lightning_metrics import load_metric
 from lightning_metrics.cli.main import main
+from lightning_metrics.evaluation.alpha_rule import AlphaStep, pick_alpha
 from lightning_metrics.metrics.ensemble_export import export_ensemble
 from lightning_metrics.models import BleurtRegressor, CometEstimator
 from lightning_metrics.storage.artifact import read_export
@@ -91,3 +94,75 @@ def test_parents_of_two_architectures_are_one_line(parents, tmp_path, tiny_encod
     assert main(["interpolate", str(start), str(tuned), "--alpha", "1.5", "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err.strip() == "error: interpolate: --alpha: 1.5 is not in [0, 1]"
     assert json.loads((start / "metric.json").read_text())["family"] == "CometEstimator"
+
+
+def test_the_dev_rule_keeps_general_dev_within_tolerance_and_prefers_the_smaller_alpha():
+    steps = [
+        AlphaStep(0.0, in_house=0.10, general=0.200),
+        AlphaStep(0.3, in_house=0.16, general=0.196),
+        AlphaStep(0.5, in_house=0.16, general=0.1951),  # ties 0.3 in-house: the smaller alpha wins
+        AlphaStep(0.7, in_house=0.19, general=0.1949),  # loses 0.0051: out
+        AlphaStep(1.0, in_house=0.25, general=0.150),
+    ]
+    chosen = pick_alpha(steps, tolerance=0.005)
+    assert chosen.alpha == 0.3
+    assert [s.kept for s in steps] == [True, True, True, False, False]
+    nothing_kept = [AlphaStep(0.0, 0.1, 0.2), AlphaStep(1.0, 0.3, 0.1)]
+    assert pick_alpha(nothing_kept).alpha == 0.0  # the start itself is always within tolerance
+
+
+def test_interpolate_chooses_alpha_on_dev_ratings(parents, tmp_path, da_rows, write_csv):
+    start, tuned, _ = parents
+    dev = write_csv(tmp_path / "dev.csv", [{**r, "score": 2 * float(r["score"]) + 1} for r in da_rows[128:164]])
+    general = write_csv(tmp_path / "general_dev.csv", da_rows[164:200])
+    out = ok(
+        lm(
+            tmp_path,
+            "interpolate",
+            start,
+            tuned,
+            "--dev",
+            dev,
+            "--general-dev",
+            general,
+            "--alphas",
+            "0.5",
+            "--out",
+            "mix",
+        )
+    )
+    steps = []
+    for alpha, folder in ((0.0, start), (0.5, None), (1.0, tuned)):  # measured here, independently of the rule's code
+        if folder is None:
+            assert main(["interpolate", str(start), str(tuned), "--alpha", "0.5", "--out", str(tmp_path / "half")]) == 0
+            folder = tmp_path / "half"
+        measured = []
+        for rows in (da_rows[128:164], da_rows[164:200]):
+            table = {k: [r[k] for r in rows] for k in ("src", "mt", "ref")}
+            human = [float(r["score"]) for r in rows]
+            measured.append(scipy.stats.kendalltau(load_metric(str(folder)).score(**table).scores, human).statistic)
+        steps.append((alpha, *measured))
+    kept = [s for s in steps if s[2] >= steps[0][2] - 0.005]
+    expected = max(kept, key=lambda s: (s[1], -s[0]))[0]
+    assert "-> mix" in out and f"interpolated {1 - expected:g} x {start} + {expected:g} x {tuned}" in out
+    for alpha, in_house, general_dev in steps:
+        assert re.search(rf"^ *{alpha:.2f} +{in_house:.4f} +{general_dev:.4f} ", out, re.M), (alpha, out)
+    record = read_export(tmp_path / "mix").meta["interpolated_from"]
+    assert record["alpha"] == expected and record["chosen_on"]["alpha"] == expected
+    assert [s["alpha"] for s in record["chosen_on"]["steps"]] == [0.0, 0.5, 1.0]
+
+
+def test_alpha_and_the_dev_rule_are_one_or_the_other(parents, tmp_path, capsys):
+    start, tuned, _ = parents
+    base = ["interpolate", str(start), str(tuned), "--out", str(tmp_path / "x")]
+    assert main([*base, "--alpha", "0.5", "--dev", "d.csv"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --alpha: give either alpha or --dev and --general-dev to choose it, not both"
+    )
+    assert main([*base, "--dev", "d.csv"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --alpha: without it, --dev and --general-dev are both needed to choose it"
+    )
+    assert main([*base, "--dev", "d.csv", "--general-dev", "g.csv", "--alphas", "0", "0.5"]) == 2
+    assert capsys.readouterr().err.strip() == "error: interpolate: --alphas: 0.0 is not in (0, 1)"
+    assert not (tmp_path / "x").exists()

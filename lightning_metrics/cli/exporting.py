@@ -103,15 +103,59 @@ def _interpolate_parser() -> ArgumentParser:
     )
     p.add_argument("start", type=str, help="the export the fine-tune started from (alpha 0 scores as it)")
     p.add_argument("tuned", type=str, help="the fine-tuned export (alpha 1 scores as it)")
-    p.add_argument("--alpha", type=float, required=True, help="the fine-tune's share; choose it on dev ratings")
+    p.add_argument(
+        "--alpha",
+        type=Optional[float],
+        default=None,
+        help="the fine-tune's share; without it, --dev and --general-dev choose it",
+    )
+    p.add_argument(
+        "--dev", type=Optional[str], default=None, help="in-house dev ratings (mt, score, and what the metric reads)"
+    )
+    p.add_argument(
+        "--general-dev", type=Optional[str], default=None, help="general dev ratings: what the start should not forget"
+    )
+    p.add_argument(
+        "--alphas",
+        type=float,
+        nargs="+",
+        default=None,
+        help="the grid the rule chooses from (default 0.1 to 0.9 by 0.1)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=Optional[float],
+        default=None,
+        help="general dev Kendall a mix may lose against START (default 0.005)",
+    )
     p.add_argument("--out", type=str, required=True, help="the export folder to write (e.g. checkpoints/NAME)")
     p.add_argument("--force", type=bool, default=False, help="replace an existing folder")
+    _add_device_flag(p)
     return p
 
 
 def run_interpolate(cfg) -> int:
     from lightning_metrics.metrics.interpolation import interpolate_exports
 
-    folder = interpolate_exports(cfg.start, cfg.tuned, cfg.alpha, cfg.out, force=cfg.force)
-    print(f"interpolated {1 - cfg.alpha:g} x {cfg.start} + {cfg.alpha:g} x {cfg.tuned} -> {folder}")
+    alpha, record = cfg.alpha, None
+    if alpha is None:
+        alpha, record = _alpha_on_dev(cfg)
+    elif cfg.dev or cfg.general_dev:
+        raise LightningMetricsError("--alpha: give either alpha or --dev and --general-dev to choose it, not both")
+    folder = interpolate_exports(cfg.start, cfg.tuned, alpha, cfg.out, force=cfg.force, chosen_on=record)
+    print(f"interpolated {1 - alpha:g} x {cfg.start} + {alpha:g} x {cfg.tuned} -> {folder}")
     return 0
+
+
+def _alpha_on_dev(cfg) -> tuple[float, dict]:
+    """The dev rule (:mod:`lightning_metrics.evaluation.alpha_rule`): its table printed, its record kept."""
+    from lightning_metrics.evaluation.alpha_rule import GRID, TOLERANCE, as_record, choose_alpha, format_steps
+
+    if not (cfg.dev and cfg.general_dev):
+        raise LightningMetricsError("--alpha: without it, --dev and --general-dev are both needed to choose it")
+    grid, tolerance = tuple(cfg.alphas or GRID), TOLERANCE if cfg.tolerance is None else cfg.tolerance
+    chosen, steps = choose_alpha(
+        cfg.start, cfg.tuned, cfg.dev, cfg.general_dev, grid, tolerance, options=_score_options(cfg)
+    )
+    print(format_steps(steps, chosen))
+    return chosen.alpha, as_record(chosen, steps, cfg.dev, cfg.general_dev, tolerance)

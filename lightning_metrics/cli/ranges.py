@@ -60,7 +60,12 @@ OPTION_RANGES = {
     "finetune_steps": COUNT,
     "probe_sentences": COUNT,
 }
-COMMAND_RANGES = {("compare", "bootstrap"): COUNT, ("interpolate", "alpha"): Range(0, 1)}
+COMMAND_RANGES = {
+    ("compare", "bootstrap"): COUNT,
+    ("interpolate", "alpha"): Range(0, 1),
+    ("interpolate", "alphas"): Range(0, 1, open=True),
+    ("interpolate", "tolerance"): NON_NEGATIVE,
+}
 
 
 def range_of(command: str, dest: str) -> Range | None:

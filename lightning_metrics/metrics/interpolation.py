@@ -23,9 +23,15 @@ VOLATILE_JSON_KEYS = ("_name_or_path", "name_or_path", "transformers_version")  
 
 
 def interpolate_exports(
-    start: str | Path, tuned: str | Path, alpha: float, out: str | Path, force: bool = False
+    start: str | Path,
+    tuned: str | Path,
+    alpha: float,
+    out: str | Path,
+    force: bool = False,
+    chosen_on: dict | None = None,
 ) -> Path:
-    """Write the weight-space mix of the exports ``start`` and ``tuned`` to ``out`` (see the module docstring)."""
+    """Write the weight-space mix of the exports ``start`` and ``tuned`` to ``out`` (see the module docstring);
+    ``chosen_on``, how alpha was chosen (the dev rule's record), goes into ``interpolated_from``."""
     from safetensors.torch import save_file
 
     if not 0.0 <= alpha <= 1.0:
@@ -53,6 +59,8 @@ def interpolate_exports(
         "start": {"path": str(start), "weights_sha256": first.weights_sha256},
         "tuned": {"path": str(tuned), "weights_sha256": second.weights_sha256},
     }
+    if chosen_on:
+        meta["interpolated_from"]["chosen_on"] = chosen_on
 
     def fill(folder: Path) -> None:
         for path in _payload_files(second.path):
