@@ -122,3 +122,14 @@ def test_bad_tuning_settings_are_one_line(start, monkeypatch):
     monkeypatch.setitem(sys.modules, "peft", None)
     with pytest.raises(LightningMetricsError, match=r"^model.adapters needs the peft package: pip install"):
         CometEstimator(encoder=str(export), init_from=str(export), adapters={"rank": 2})
+
+
+def test_an_l2_pull_with_adapters_or_a_head_only_fit_pulls_only_what_moves(start, tmp_path):
+    export, in_house, _ = start
+    for name, options in {"adapters": {"adapters": {"rank": 2}}, "head": {"optim": {"trainable": ["head"]}}}.items():
+        model = CometEstimator(
+            encoder=str(export), init_from=str(export), objective={"l2_to_start": 1.0}, **{"optim": FAST, **options}
+        )
+        assert model._start and all(not k.startswith("encoder.") for k in model._start)
+        assert float(model.distance_to_start()) == 0.0
+        export_tiny(model, export, in_house, tmp_path, name)  # trains with the pull, and exports

@@ -189,13 +189,14 @@ class MetricModel(pl.LightningModule):
         Then the adapters, if any, and the freezing ``optim.trainable`` asks for: the last step of
         building every family.
         """
-        if path:
-            copied = load_start(self, path)
-            if self.objective.l2_to_start > 0:  # the pull's anchor: the weights as they start
-                trainable = dict(self.named_parameters())
-                self._start = {k: v.detach().clone().float() for k, v in copied.items() if k in trainable}
+        copied = load_start(self, path) if path else {}
         add_adapters(self.encoder, self.adapters)
         self._tunable_encoder = limit_training(self)
+        if copied and self.objective.l2_to_start > 0:  # the pull's anchor: the weights that may move, as they start
+            params = dict(self.named_parameters())
+            self._start = {
+                k: v.detach().clone().float() for k, v in copied.items() if k in params and params[k].requires_grad
+            }
 
     @property
     def batch_layout(self) -> dict:
