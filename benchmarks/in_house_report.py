@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ORDER = ("guarded", "unguarded", "interpolated", "adapters", "head-only", "from the encoder")
+ORDER = ("guarded", "unguarded", "interpolated", "adapters", "head-only", "adapters, frozen head", "from the encoder")
 MARKERS = {"guarded": "v", "unguarded": "o", "interpolated": "*", "adapters": "s", "head-only": "D"}
+MARKERS["adapters, frozen head"] = "P"
 TARGET_GAIN, TOLERANCE = 0.03, 0.005
 
 
