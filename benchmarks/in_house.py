@@ -21,7 +21,7 @@ benchmark); unguarded (the full fine-tune itself); interpolated (the weight-spac
 and the unguarded fine-tune, alpha chosen by the rule below); adapters (LoRA rank 8 on attention and
 feed-forward, peft); head-only (``optim.trainable: [head]``); adapters with the head frozen (added
 once the first dev sets showed that head-only forgets as much as the unguarded fine-tune; the rule
-chose it, and the recipe ships it); and from
+chose it, and the recipe ships it) and its interpolation with the general metric; and from
 the encoder (the recipe with no start). **The rule, stated before the run** (dev sets only): the
 largest in-domain dev gain whose general dev Kendall stays within 0.005 of the general metric's. It
 picks alpha for interpolation, and the method for the recipe.
@@ -74,6 +74,10 @@ METHODS = {  # fine-tunes of the general metric: overrides of FULL_FINE_TUNE
         f"{LR}.lr_encoder": 3.0e-4,
         f"{LR}.trainable": ["encoder", "layer_mix"],
     },
+}
+INTERPOLATED = {  # weight-space mixes of the general metric and a fine-tune, alpha by the rule
+    "interpolated": "unguarded",
+    "adapters, frozen head, interpolated": "adapters, frozen head",
 }
 ALPHAS = (0.1, 0.2, 0.4, 0.6, 0.8)  # interpolation grid; 0 and 1 are the parents
 TOLERANCE = 0.005  # general dev Kendall a setting may lose and still be chosen
@@ -227,14 +231,18 @@ def fit_methods(domain: str, n: int, general: Path, args, times: dict) -> dict[s
     data, models = Path(args.out) / "data", Path(args.out) / "models" / domain
     exports = {}
     for method in args.methods:
-        if method == "interpolated":
+        if method in INTERPOLATED:
             continue
         start = None if method == "from the encoder" else general
         overrides = {} if start is None else METHODS[method]
         config = in_house_config(data, domain, n, start, overrides, args.seed)
-        run = models / f"{n}-{method.replace(', ', '_').replace(' ', '_')}"
+        run = models / f"{n}-{folder_name(method)}"
         exports[method], times[f"fit {domain} {run.name}"] = common.fit_config(config, run, f"fit {domain} {run.name}")
     return exports
+
+
+def folder_name(method: str) -> str:
+    return method.replace(", ", "_").replace(" ", "_")
 
 
 def choose_alpha(general: Path, tuned: Path, folder: Path, domain: str, scorer: Scorer) -> dict:
@@ -258,17 +266,18 @@ def measure(domain: str, general: Path, args, scorer: Scorer, times: dict) -> di
     result["baselines"] = {m: scorer.paired(m, general, domain, "in_domain_test") for m in ("bertscore", "chrf")}
     for n in args.sizes:
         exports = fit_methods(domain, n, general, args, times)
-        cells, alpha = {}, None
-        if "interpolated" in args.methods and "unguarded" in exports:
-            folder = Path(args.out) / "models" / domain / f"{n}-interpolated"
-            alpha = choose_alpha(general, exports["unguarded"], folder, domain, scorer)
-            exports["interpolated"] = alpha.pop("export")
+        cells, alphas = {}, {}
+        for method, parent in INTERPOLATED.items():
+            if method in args.methods and parent in exports:
+                folder = Path(args.out) / "models" / domain / f"{n}-{folder_name(method)}"
+                alphas[method] = choose_alpha(general, exports[parent], folder, domain, scorer)
+                exports[method] = alphas[method].pop("export")
         for method, export in exports.items():
             cells[method] = {s: scorer.kendall(export, domain, s) for s in ("in_domain_dev", "general_dev")}
             for split in ("in_domain_test", "general_test"):
                 cells[method][split] = scorer.paired(export, general, domain, split)
         rows = len(pd.read_csv(in_domain_sample(Path(args.out) / "data" / domain, n)))
-        result["sizes"][str(n)] = {"rows": rows, "methods": cells, "alpha": alpha}
+        result["sizes"][str(n)] = {"rows": rows, "methods": cells, "alphas": alphas}
     return result
 
 
@@ -308,7 +317,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(REPO / "runs" / "in_house"))
     parser.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=list(DOMAINS))
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 1000, 4000])
-    methods = [*METHODS, "interpolated", "from the encoder"]
+    methods = [*METHODS, *INTERPOLATED, "from the encoder"]
     parser.add_argument("--methods", nargs="+", default=methods, choices=methods)
     parser.add_argument("--stages", nargs="+", default=["data", "fit", "report"], choices=["data", "fit", "report"])
     parser.add_argument("--bootstrap", type=int, default=1000)

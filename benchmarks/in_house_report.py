@@ -7,9 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ORDER = ("guarded", "unguarded", "interpolated", "adapters", "head-only", "adapters, frozen head", "from the encoder")
+ORDER = (
+    "guarded",
+    "unguarded",
+    "interpolated",
+    "adapters",
+    "head-only",
+    "adapters, frozen head",
+    "adapters, frozen head, interpolated",
+    "from the encoder",
+)
 MARKERS = {"guarded": "v", "unguarded": "o", "interpolated": "*", "adapters": "s", "head-only": "D"}
-MARKERS["adapters, frozen head"] = "P"
+MARKERS.update({"adapters, frozen head": "P", "adapters, frozen head, interpolated": "X"})
 TARGET_GAIN, TOLERANCE = 0.03, 0.005
 
 
@@ -31,7 +40,8 @@ def test_table(result: dict) -> list[str]:
         for method in (m for m in ORDER if m in size["methods"]):
             test, general_test = size["methods"][method]["in_domain_test"], size["methods"][method]["general_test"]
             mark = " (chosen)" if method == result.get("chosen") and n == "1000" else ""
-            alpha = f", alpha {size['alpha']['alpha']}" if method == "interpolated" and size.get("alpha") else ""
+            chosen = size.get("alphas", {}).get(method)
+            alpha = f", alpha {chosen['alpha']}" if chosen else ""
             lines.append(
                 f"| {n} ({size['rows']}) | {method}{alpha}{mark} | {test['kendall']:.4f} | "
                 f"{test['change']:+.4f} {interval(*test['change_ci'])} | "
@@ -50,9 +60,10 @@ def dev_table(result: dict) -> list[str]:
     ]
     floor = general["general_dev"] - TOLERANCE
     for n, size in result["sizes"].items():
-        rows = [(m, size["methods"][m]) for m in ORDER if m in size["methods"] and m != "interpolated"]
-        grid = (size.get("alpha") or {}).get("grid", {})
-        rows += [(f"interpolated, alpha {a}", r) for a, r in grid.items() if a not in ("0.0", "1.0")]
+        alphas = size.get("alphas", {})
+        rows = [(m, size["methods"][m]) for m in ORDER if m in size["methods"] and m not in alphas]
+        for method, chosen in alphas.items():
+            rows += [(f"{method}, alpha {a}", r) for a, r in chosen["grid"].items() if a not in ("0.0", "1.0")]
         for name, r in rows:
             keep = "yes" if r["general_dev"] >= floor else "no"
             lines.append(f"| {n} | {name} | {r['in_domain_dev']:.4f} | {r['general_dev']:.4f} | {keep} |")

@@ -34,7 +34,7 @@ def domain(shift: float) -> dict:
             for i, m in enumerate(ORDER)
         }
         grid = {str(a): {"in_domain_dev": 0.1 + a / 10, "general_dev": 0.19 - a / 100} for a in (0.0, 0.2, 0.4, 1.0)}
-        sizes[n] = {"rows": rows, "methods": methods, "alpha": {"alpha": 0.4, "grid": grid}}
+        sizes[n] = {"rows": rows, "methods": methods, "alphas": {"interpolated": {"alpha": 0.4, "grid": grid}}}
     baselines = {"bertscore": cell(0.17, -0.01), "chrf": cell(0.16, -0.02)}
     return {"general": general, "sizes": sizes, "baselines": baselines, "chosen": "interpolated"}
 
