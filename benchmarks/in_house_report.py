@@ -26,6 +26,11 @@ def interval(low: float, high: float) -> str:
     return f"[{low:+.3f}, {high:+.3f}]"
 
 
+def alpha_choices(size: dict) -> dict:
+    """Interpolated method -> its alpha choice; results of the first version held one, as ``alpha``."""
+    return size.get("alphas") or ({"interpolated": size["alpha"]} if size.get("alpha") else {})
+
+
 def test_table(result: dict) -> list[str]:
     """In-domain test Kendall and gain, and general test change (forgetting), per size and method."""
     general = result["general"]
@@ -40,7 +45,7 @@ def test_table(result: dict) -> list[str]:
         for method in (m for m in ORDER if m in size["methods"]):
             test, general_test = size["methods"][method]["in_domain_test"], size["methods"][method]["general_test"]
             mark = " (chosen)" if method == result.get("chosen") and n == "1000" else ""
-            chosen = size.get("alphas", {}).get(method)
+            chosen = alpha_choices(size).get(method)
             alpha = f", alpha {chosen['alpha']}" if chosen else ""
             lines.append(
                 f"| {n} ({size['rows']}) | {method}{alpha}{mark} | {test['kendall']:.4f} | "
@@ -60,7 +65,7 @@ def dev_table(result: dict) -> list[str]:
     ]
     floor = general["general_dev"] - TOLERANCE
     for n, size in result["sizes"].items():
-        alphas = size.get("alphas", {})
+        alphas = alpha_choices(size)
         rows = [(m, size["methods"][m]) for m in ORDER if m in size["methods"] and m not in alphas]
         for method, chosen in alphas.items():
             rows += [(f"{method}, alpha {a}", r) for a, r in chosen["grid"].items() if a not in ("0.0", "1.0")]
