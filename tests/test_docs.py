@@ -27,8 +27,9 @@ def shown_commands() -> list[tuple[str, list[str]]]:
             for line in block.replace("\\\n", " ").splitlines():
                 line = line.split(" #")[0].strip()
                 match = PROGRAM.search(line)
-                if not match or line.startswith("#") or "[" in line[match.end() :]:
-                    continue  # a comment, or a synopsis with [optional] parts
+                unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "", line[match.end() :] if match else "")
+                if not match or line.startswith("#") or "[" in unquoted:
+                    continue  # a comment, or a synopsis with [optional] parts (a quoted list is a value)
                 found.append((guide.name, shlex.split(line[match.end() :])))
     return found
 
