@@ -45,7 +45,7 @@ import yaml
 from in_house_report import report
 
 from lightning_metrics.correlation import kendall
-from lightning_metrics.evaluation.alpha_rule import AlphaStep, pick_alpha
+from lightning_metrics.evaluation.alpha_rule import TOLERANCE, AlphaStep, pick_alpha, within_tolerance
 from lightning_metrics.metrics.interpolation import interpolate_exports
 from lightning_metrics.storage.artifact import is_exported
 
@@ -80,7 +80,6 @@ INTERPOLATED = {  # weight-space mixes of the general metric and a fine-tune, al
     "adapters, frozen head, interpolated": "adapters, frozen head",
 }
 ALPHAS = (0.1, 0.2, 0.4, 0.6, 0.8)  # interpolation grid; 0 and 1 are the parents
-TOLERANCE = 0.005  # general dev Kendall a setting may lose and still be chosen
 SPLITS = ("in_domain_dev", "in_domain_test", "general_dev", "general_test")
 
 
@@ -307,8 +306,8 @@ def scoring_speed(start: Path, adapted: Path, rows: pd.DataFrame, repeats: int =
 def choose_method(result: dict, size: str = "1000") -> str | None:
     """The rule across methods (from the general metric) at ``size`` rows, on dev."""
     methods = result["sizes"].get(size, {}).get("methods", {})
-    floor = result["general"]["general_dev"] - TOLERANCE
-    kept = {m: r for m, r in methods.items() if m != "from the encoder" and r["general_dev"] >= floor}
+    start = result["general"]["general_dev"]
+    kept = {m: r for m, r in methods.items() if m != "from the encoder" and within_tolerance(r["general_dev"], start)}
     return max(kept, key=lambda m: kept[m]["in_domain_dev"]) if kept else None
 
 

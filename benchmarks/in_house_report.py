@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lightning_metrics.evaluation.alpha_rule import TOLERANCE, within_tolerance
+
 ORDER = (
     "guarded",
     "unguarded",
@@ -19,7 +21,7 @@ ORDER = (
 )
 MARKERS = {"guarded": "v", "unguarded": "o", "interpolated": "*", "adapters": "s", "head-only": "D"}
 MARKERS.update({"adapters, frozen head": "P", "adapters, frozen head, interpolated": "X"})
-TARGET_GAIN, TOLERANCE = 0.03, 0.005
+TARGET_GAIN = 0.03
 
 
 def interval(low: float, high: float) -> str:
@@ -63,14 +65,13 @@ def dev_table(result: dict) -> list[str]:
         "|---|---|---|---|---|",
         f"| | general metric | {general['in_domain_dev']:.4f} | {general['general_dev']:.4f} | |",
     ]
-    floor = general["general_dev"] - TOLERANCE
     for n, size in result["sizes"].items():
         alphas = alpha_choices(size)
         rows = [(m, size["methods"][m]) for m in ORDER if m in size["methods"] and m not in alphas]
         for method, chosen in alphas.items():
             rows += [(f"{method}, alpha {a}", r) for a, r in chosen["grid"].items() if a not in ("0.0", "1.0")]
         for name, r in rows:
-            keep = "yes" if r["general_dev"] >= floor else "no"
+            keep = "yes" if within_tolerance(r["general_dev"], general["general_dev"]) else "no"
             lines.append(f"| {n} | {name} | {r['in_domain_dev']:.4f} | {r['general_dev']:.4f} | {keep} |")
     return lines
 

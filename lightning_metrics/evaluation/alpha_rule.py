@@ -32,11 +32,16 @@ class AlphaStep:
     kept: bool = False
 
 
+def within_tolerance(general: float, start_general: float, tolerance: float = TOLERANCE) -> bool:
+    """Whether general dev Kendall ``general`` stays within ``tolerance`` of the start's: the rule's guard."""
+    return general >= start_general - tolerance
+
+
 def pick_alpha(steps: list[AlphaStep], tolerance: float = TOLERANCE) -> AlphaStep:
     """The rule on measured steps (one of them at ``alpha = 0``); marks the kept ones."""
     start = next(s for s in steps if s.alpha == 0.0)
     for step in steps:
-        step.kept = step.general >= start.general - tolerance
+        step.kept = within_tolerance(step.general, start.general, tolerance)
     return max((s for s in steps if s.kept), key=lambda s: (s.in_house, -s.alpha))
 
 

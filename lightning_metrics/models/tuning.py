@@ -63,8 +63,7 @@ def merge_adapters(model) -> dict | None:
             setattr(parent, child, module.get_base_layer())
     merged = plain(model.adapters)
     model.adapters = Adapters()
-    for store in (model._hparams, model._hparams_initial):
-        store["adapters"] = plain(model.adapters)
+    model._store_hparams()  # the hyper-parameters as checkpoints and exports keep them, adapters now none
     return merged
 
 
