@@ -17,20 +17,19 @@ ORDER = (
     "head-only",
     "adapters, frozen head",
     "adapters, frozen head, interpolated",
+    "adapters, frozen head, lr 1e-3",
+    "adapters, frozen head, lr 1e-3, interpolated",
     "from the encoder",
 )
 MARKERS = {"guarded": "v", "unguarded": "o", "interpolated": "*", "adapters": "s", "head-only": "D"}
 MARKERS.update({"adapters, frozen head": "P", "adapters, frozen head, interpolated": "X"})
+MARKERS.update({"adapters, frozen head, lr 1e-3": "p", "adapters, frozen head, lr 1e-3, interpolated": "h"})
+MARKERS["from the encoder"] = "x"
 TARGET_GAIN = 0.03
 
 
 def interval(low: float, high: float) -> str:
     return f"[{low:+.3f}, {high:+.3f}]"
-
-
-def alpha_choices(size: dict) -> dict:
-    """Interpolated method -> its alpha choice; results of the first version held one, as ``alpha``."""
-    return size.get("alphas") or ({"interpolated": size["alpha"]} if size.get("alpha") else {})
 
 
 def test_table(result: dict) -> list[str]:
@@ -47,7 +46,7 @@ def test_table(result: dict) -> list[str]:
         for method in (m for m in ORDER if m in size["methods"]):
             test, general_test = size["methods"][method]["in_domain_test"], size["methods"][method]["general_test"]
             mark = " (chosen)" if method == result.get("chosen") and n == "1000" else ""
-            chosen = alpha_choices(size).get(method)
+            chosen = size.get("alphas", {}).get(method)
             alpha = f", alpha {chosen['alpha']}" if chosen else ""
             lines.append(
                 f"| {n} ({size['rows']}) | {method}{alpha}{mark} | {test['kendall']:.4f} | "
@@ -66,7 +65,7 @@ def dev_table(result: dict) -> list[str]:
         f"| | general metric | {general['in_domain_dev']:.4f} | {general['general_dev']:.4f} | |",
     ]
     for n, size in result["sizes"].items():
-        alphas = alpha_choices(size)
+        alphas = size.get("alphas", {})
         rows = [(m, size["methods"][m]) for m in ORDER if m in size["methods"] and m not in alphas]
         for method, chosen in alphas.items():
             rows += [(f"{method}, alpha {a}", r) for a, r in chosen["grid"].items() if a not in ("0.0", "1.0")]
@@ -78,7 +77,11 @@ def dev_table(result: dict) -> list[str]:
 
 def report(state: dict, out: Path) -> None:
     """``results.md`` and ``in_house_tradeoff.png`` under ``out``; the tables are printed too."""
-    lines = []
+    lines = [
+        f"Chosen for the recipe (kept in every domain, best mean in-house dev gain, 1,000 rows): "
+        f"**{state.get('chosen_for_recipe')}**",
+        "",
+    ]
     for domain, result in state.get("domains", {}).items():
         lines += [f"## {domain}", "", f"Chosen on dev at 1,000 rows: **{result.get('chosen')}**", ""]
         lines += test_table(result) + ["", "What the rule saw (dev sets only):", ""] + dev_table(result) + [""]
@@ -95,16 +98,16 @@ def plot(domains: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(domains), figsize=(6.4 * len(domains), 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(domains), figsize=(6.4 * len(domains), 5.8), squeeze=False)
     for ax, (domain, result) in zip(axes[0], domains.items()):
-        for method, marker in MARKERS.items():
+        for colour, (method, marker) in enumerate(MARKERS.items()):
             points = [(s["methods"][method], n) for n, s in result["sizes"].items() if method in s.get("methods", {})]
             if not points:
                 continue
             x = [p["general_test"]["change"] for p, _ in points]
             y = [p["in_domain_test"]["change"] for p, _ in points]
             sizes = [20 + 25 * i for i in range(len(points))]
-            ax.scatter(x, y, s=sizes, marker=marker, label=method, alpha=0.85)
+            ax.scatter(x, y, s=sizes, marker=marker, color=f"C{colour}", label=method, alpha=0.85)
             for xi, yi, (_, n) in zip(x, y, points):
                 ax.annotate(n, (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
         chosen = result.get("chosen")
@@ -117,7 +120,7 @@ def plot(domains: dict, path: Path) -> None:
                 facecolors="none",
                 edgecolors="red",
                 linewidths=1.5,
-                label=f"chosen on dev: {chosen}, 1000 rows",
+                label="chosen on dev (1000 rows)",
             )
         ax.axvline(-TOLERANCE, color="grey", linestyle=":", linewidth=1, label="forgetting 0.005")
         ax.axhline(TARGET_GAIN, color="grey", linestyle="--", linewidth=1, label="target gain +0.03")
@@ -125,7 +128,10 @@ def plot(domains: dict, path: Path) -> None:
         ax.set_title(f"{domain}: in-house test against general test (rows annotated)", fontsize=9)
         ax.set_xlabel("general test Kendall change (forgetting to the left)")
         ax.set_ylabel("in-house test Kendall gain over the general metric")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    legend = {}  # one legend for every panel, below them: a method absent from one domain still shows
+    for ax in axes[0]:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=4, fontsize=7)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -51,3 +51,19 @@ def test_the_report_has_every_method_and_the_plot_is_written(tmp_path):
     assert "| 250 | head-only | 0.1400 | 0.1700 | no |" in text
     png = (tmp_path / "in_house_tradeoff.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
+
+
+def test_the_recipe_rule_keeps_what_every_domain_keeps_and_takes_the_best_mean_dev_gain():
+    from in_house import choose_across
+
+    def result(start_dev: float, dev: dict) -> dict:
+        general = {"in_domain_dev": start_dev, "general_dev": 0.20}
+        methods = {m: {"in_domain_dev": d, "general_dev": g} for m, (d, g) in dev.items()}
+        return {"general": general, "sizes": {"1000": {"methods": methods}}}
+
+    first = result(0.10, {"a": (0.20, 0.199), "b": (0.15, 0.196), "c": (0.14, 0.2), "from the encoder": (0.3, 0.2)})
+    second = result(0.30, {"a": (0.40, 0.194), "b": (0.31, 0.2), "c": (0.33, 0.199), "from the encoder": (0.5, 0.2)})
+    # a: not kept in the second (0.194 < 0.195); b: mean gain (0.05 + 0.01) / 2 = 0.03; c: (0.04 + 0.03) / 2 = 0.035
+    assert choose_across({"one": first, "two": second}) == "c"
+    assert choose_across({"one": first}) == "a"
+    assert choose_across({"one": result(0.1, {"a": (0.2, 0.1)})}) is None
