@@ -315,23 +315,22 @@ def scoring_speed(start: Path, adapted: Path, control: Path, rows: pd.DataFrame,
     return {**medians, "rows": len(rows), **ratios}
 
 
+def kept_methods(result: dict, size: str = "1000") -> dict:
+    """The methods (from the general metric) at ``size`` rows whose general dev Kendall the rule keeps."""
+    methods, start = result["sizes"].get(size, {}).get("methods", {}), result["general"]["general_dev"]
+    return {m: r for m, r in methods.items() if m != "from the encoder" and within_tolerance(r["general_dev"], start)}
+
+
 def choose_method(result: dict, size: str = "1000") -> str | None:
     """The rule across methods (from the general metric) at ``size`` rows, on dev."""
-    methods = result["sizes"].get(size, {}).get("methods", {})
-    start = result["general"]["general_dev"]
-    kept = {m: r for m, r in methods.items() if m != "from the encoder" and within_tolerance(r["general_dev"], start)}
+    kept = kept_methods(result, size)
     return max(kept, key=lambda m: kept[m]["in_domain_dev"]) if kept else None
 
 
 def choose_across(domains: dict, size: str = "1000") -> str | None:
     """The recipe's rule: among methods kept by the rule in every domain at ``size`` rows, the best mean
     in-domain dev gain over each domain's general metric."""
-    kept = []
-    for result in domains.values():
-        methods, start = result["sizes"].get(size, {}).get("methods", {}), result["general"]["general_dev"]
-        kept.append(
-            {m for m, r in methods.items() if m != "from the encoder" and within_tolerance(r["general_dev"], start)}
-        )
+    kept = [set(kept_methods(result, size)) for result in domains.values()]
     common_methods = set.intersection(*kept) if kept else set()
 
     def mean_gain(method: str) -> float:

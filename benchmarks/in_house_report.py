@@ -21,10 +21,7 @@ ORDER = (
     "adapters, frozen head, lr 1e-3, interpolated",
     "from the encoder",
 )
-MARKERS = {"guarded": "v", "unguarded": "o", "interpolated": "*", "adapters": "s", "head-only": "D"}
-MARKERS.update({"adapters, frozen head": "P", "adapters, frozen head, interpolated": "X"})
-MARKERS.update({"adapters, frozen head, lr 1e-3": "p", "adapters, frozen head, lr 1e-3, interpolated": "h"})
-MARKERS["from the encoder"] = "x"
+MARKERS = dict(zip(ORDER, ("v", "o", "*", "s", "D", "P", "X", "p", "h", "x"), strict=True))  # and colours, in order
 TARGET_GAIN = 0.03
 
 
