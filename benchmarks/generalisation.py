@@ -145,13 +145,14 @@ def without_test(sources: list[dict], test: str, recipe_dir: Path) -> list[dict]
     return out
 
 
-def derived_config(recipe: dict, test: str, variant: str, steps: int | None = None) -> dict:
-    """The recipe for one (test, variant): test data removed, the variant's lever changed (``steps`` replaces
-    the recipe's ``max_steps``)."""
+def derived_config(recipe: dict, test: str | None, variant: str, steps: int | None = None) -> dict:
+    """The recipe for one (test, variant): test data removed (none for ``test=None``), the variant's lever
+    changed (``steps`` replaces the recipe's ``max_steps``)."""
     config = copy.deepcopy(recipe)
     data = config["data"]["init_args"]
     data["train"] = [{**s, "path": str((REPO / s["path"]).resolve())} for s in data["train"]]
-    data["train"] = without_test(data["train"], test, REPO)
+    if test is not None:
+        data["train"] = without_test(data["train"], test, REPO)
     for key, value in VARIANTS[variant].items():
         if key == "sources":
             data["train"] = [s for s in data["train"] if s.get("name") in value]

@@ -166,3 +166,23 @@ def test_alpha_and_the_dev_rule_are_one_or_the_other(parents, tmp_path, capsys):
     assert main([*base, "--dev", "d.csv", "--general-dev", "g.csv", "--alphas", "0", "0.5"]) == 2
     assert capsys.readouterr().err.strip() == "error: interpolate: --alphas: 0.0 is not in (0, 1)"
     assert not (tmp_path / "x").exists()
+
+
+def test_a_soup_is_the_mean_of_its_parents_weights(parents, tmp_path):
+    """average_exports of three exports (the third an interpolation, 0.75 start + 0.25 tuned): every float
+    weight is (1.75 start + 1.25 tuned) / 3; the record lists the parents; one parent is one line."""
+    from lightning_metrics.errors import LightningMetricsError
+    from lightning_metrics.metrics.interpolation import average_exports, interpolate_exports
+
+    start, tuned, rows = parents
+    third = interpolate_exports(start, tuned, 0.25, tmp_path / "third")
+    soup = read_export(average_exports([start, tuned, third], tmp_path / "soup", chosen_on={"note": "test"}))
+    wa, wb, ws = read_export(start).load_weights(), read_export(tuned).load_weights(), soup.load_weights()
+    for name in ws:
+        expected = (1.75 * wa[name].float() + 1.25 * wb[name].float()) / 3 if ws[name].is_floating_point() else wb[name]
+        assert torch.allclose(ws[name].float(), expected.float(), atol=1e-6), name
+    assert [p["path"] for p in soup.meta["averaged_from"]["parents"]] == [str(start), str(tuned), str(third)]
+    assert soup.meta["averaged_from"]["chosen_on"] == {"note": "test"}
+    assert len(scores(tmp_path / "soup", rows)) == ROWS
+    with pytest.raises(LightningMetricsError, match="at least two exports"):
+        average_exports([start], tmp_path / "one")

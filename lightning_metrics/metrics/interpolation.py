@@ -7,6 +7,7 @@ names and shapes, and the same encoder configuration, tokenizer and signal encod
 statistics are buffers in the weights, so they are mixed too: ``alpha = 0`` scores as START and
 ``alpha = 1`` as TUNED (where their ``max_length`` differs, the mix reads the longer). Its
 metadata records ``alpha`` and both parents' paths and weight hashes (``interpolated_from``).
+:func:`average_exports` writes a uniform soup of any number of such exports (``averaged_from``).
 """
 
 from __future__ import annotations
@@ -32,50 +33,84 @@ def interpolate_exports(
 ) -> Path:
     """Write the weight-space mix of the exports ``start`` and ``tuned`` to ``out`` (see the module docstring);
     ``chosen_on``, how alpha was chosen (the dev rule's record), goes into ``interpolated_from``."""
-    from safetensors.torch import save_file
-
     if not 0.0 <= alpha <= 1.0:
         raise LightningMetricsError(f"alpha: {alpha} is not in [0, 1]")
-    first, second = read_export(start), read_export(tuned)
-    for parent in (first, second):
+    (first, second), (start_weights, tuned_weights) = _mixable_parents([start, tuned], "interpolated")
+    record = {
+        "alpha": alpha,
+        "start": {"path": str(start), "weights_sha256": first.weights_sha256},
+        "tuned": {"path": str(tuned), "weights_sha256": second.weights_sha256},
+    }
+    card = (
+        f"# {Path(out).name}\n\nA weight-space interpolation made by lightning-metrics: {1 - alpha:g} x `{start}` "
+        f"(weights {first.short_hash}) + {alpha:g} x `{tuned}` (weights {second.short_hash}).\n\n"
+    )
+    weights = mix_weights(start_weights, tuned_weights, alpha)
+    return _write_mix([first, second], weights, ("interpolated_from", record, chosen_on), card, out, force)
+
+
+def average_exports(folders: list, out: str | Path, force: bool = False, chosen_on: dict | None = None) -> Path:
+    """A uniform model soup (Wortsman et al. 2022): the mean of every floating-point weight of the exports
+    ``folders`` (one architecture, e.g. checkpoints of one run along its trajectory), written to ``out``;
+    the metadata's ``averaged_from`` lists each parent's path and weight hash, and ``chosen_on``."""
+    if len(folders) < 2:
+        raise LightningMetricsError(f"averaging needs at least two exports, got {len(folders)}")
+    parents, weights = _mixable_parents(folders, "averaged")
+    mean = weights[0]
+    for k, other in enumerate(weights[1:], start=2):  # running mean: the k-th parent weighs 1/k
+        mean = mix_weights(mean, other, 1.0 / k)
+    record = {"parents": [{"path": str(f), "weights_sha256": p.weights_sha256} for f, p in zip(folders, parents)]}
+    card = (
+        f"# {Path(out).name}\n\nA uniform weight average (model soup) made by lightning-metrics of "
+        + ", ".join(f"`{f}` (weights {p.short_hash})" for f, p in zip(folders, parents))
+        + ".\n\n"
+    )
+    return _write_mix(parents, mean, ("averaged_from", record, chosen_on), card, out, force)
+
+
+def _mixable_parents(folders: list, verb: str) -> tuple[list, list[dict]]:
+    """The exports and their state dicts, checked to be one architecture (one line naming the first two
+    that are not)."""
+    parents = [read_export(f) for f in folders]
+    for parent in parents:
         if not parent.file(WEIGHTS).is_file():
             raise LightningMetricsError(
                 f"{parent.path}: holds no {WEIGHTS} to mix "
                 "(an ensemble mixes its members by export --ensemble --weights)"
             )
-    start_weights, tuned_weights = first.load_weights(), second.load_weights()
-    problem = architecture_difference(first, second) or weights_difference(start_weights, tuned_weights)
-    if problem:
-        raise LightningMetricsError(f"{start} and {tuned} cannot be interpolated: {problem}")
-    weights = mix_weights(start_weights, tuned_weights, alpha)
-    meta = {k: v for k, v in second.meta.items() if k not in ("format_version", "requires")}
-    lengths = [m.get("max_length") for m in (first.meta, second.meta)]
-    if all(lengths):  # the longer input of the two, so that neither parent's inputs are cut shorter
+    weights = [p.load_weights() for p in parents]
+    for folder, parent, state in zip(folders[1:], parents[1:], weights[1:]):
+        problem = architecture_difference(parents[0], parent) or weights_difference(weights[0], state)
+        if problem:
+            raise LightningMetricsError(f"{folders[0]} and {folder} cannot be {verb}: {problem}")
+    return parents, weights
+
+
+def _write_mix(parents: list, weights: dict, record: tuple, card: str, out: str | Path, force: bool) -> Path:
+    """The export of ``weights`` with the last parent's files and metadata, ``record`` = (key, what, chosen_on)
+    added; verified as any export is when it loads."""
+    from safetensors.torch import save_file
+
+    last = parents[-1]
+    meta = {k: v for k, v in last.meta.items() if k not in ("format_version", "requires")}
+    lengths = [p.meta.get("max_length") for p in parents]
+    if all(lengths):  # the longest input of the parents, so that none's inputs are cut shorter
         meta["max_length"] = max(lengths)
     if "target_mean" in weights:
         meta["target_mean"], meta["target_std"] = weights["target_mean"].tolist(), weights["target_std"].tolist()
-    meta["interpolated_from"] = {
-        "alpha": alpha,
-        "start": {"path": str(start), "weights_sha256": first.weights_sha256},
-        "tuned": {"path": str(tuned), "weights_sha256": second.weights_sha256},
-    }
-    if chosen_on:
-        meta["interpolated_from"]["chosen_on"] = chosen_on
+    key, what, chosen_on = record
+    meta[key] = {**what, **({"chosen_on": chosen_on} if chosen_on else {})}
 
     def fill(folder: Path) -> None:
-        for path in _payload_files(second.path):
-            target = folder / path.relative_to(second.path)
+        for path in _payload_files(last.path):
+            target = folder / path.relative_to(last.path)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
         save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / WEIGHTS), metadata={"format": "pt"})
 
-    card = (
-        f"# {Path(out).name}\n\nA weight-space interpolation made by lightning-metrics: {1 - alpha:g} x `{start}` "
-        f"(weights {first.short_hash}) + {alpha:g} x `{tuned}` (weights {second.short_hash}).\n\n"
-        "Every file is listed with its sha256 in `manifest.json` and checked when it loads.\n"
-    )
+    card += "Every file is listed with its sha256 in `manifest.json` and checked when it loads.\n"
     folder = write_export(out, meta, fill, card, force=force)
-    read_export(folder)  # verified as any export is when it loads
+    read_export(folder)
     return folder
 
 

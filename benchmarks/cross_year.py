@@ -1,0 +1,278 @@
+"""Cross-year suite: a metric trained on every WMT21 rating, scored on WMT22 DA (a later year).
+
+    .venv/bin/python benchmarks/cross_year.py [--recipe configs/recipes/generalist-multilingual.yaml]
+        [--out runs/cross_year] [--variants recipe ...] [--stages fit trajectory score report]
+
+Training uses the recipe's sources as they are (nothing of WMT22 is in them). WMT22 **uk-en is the
+cross-year dev set** and **ja-en the cross-year test** (``../shared/data/wmt22_da_toen_jaen_uken.csv``):
+every choice (the variant, the soup's checkpoints) is made on uk-en and on the WMT21 dev split the fit
+logs; ja-en is scored for the report alone.
+
+Each variant (``generalisation.VARIANTS`` and the cross-year levers in :data:`LEVERS`) is fitted once
+with its WMT21 dev Kendall logged every 50 steps and a checkpoint kept at each of them (the trajectory).
+``trajectory`` exports those checkpoints and scores them on uk-en: the dev curve across years beside
+the WMT21 one, and the material of the **soups** (uniform weight averages of the checkpoints from a
+step on, :func:`lightning_metrics.metrics.interpolation.average_exports`). The report puts each metric
+beside chrF, BERTScore (MiniLM layer 4, e5 layer 7) and its ensemble with BERTScore-e5, and gives the
+learned part's own contribution: the ensemble minus BERTScore-e5, by a paired bootstrap over segments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import common  # the offline environment, before anything loads transformers
+import numpy as np
+import yaml
+from cross_year_report import diagnostics, report
+from generalisation import BASELINES, VARIANTS, derived_config, ensemble_member, timed
+from generalisation_report import correlations
+
+from lightning_metrics.correlation import kendall
+from lightning_metrics.data.readers import read_rating_table
+from lightning_metrics.storage.artifact import is_exported
+
+REPO = common.REPO
+WMT22 = common.SHARED / "wmt22_da_toen_jaen_uken.csv"
+DEV, TEST = "uk-en", "ja-en"
+EVERY = 50  # steps between validations and kept checkpoints
+# the cross-year levers (dotted config keys -> values), beside generalisation.VARIANTS
+E5_START = {
+    "model.init_args.signals.encoder": "multilingual-e5-small",
+    "model.init_args.head.start_from": "bertscore_f",
+}
+LEVERS = {
+    # the head starts as BERTScore-e5 (its layer 7 F1 through the skip) and learns a correction
+    "start from BERTScore-e5": E5_START,
+    # ... with the encoder frozen: the correction reads fixed embeddings
+    "start from BERTScore-e5, frozen encoder": {**E5_START, "model.init_args.optim.trainable": ["head"]},
+}
+BASELINE_LABELS = ("BLEU", "chrF", "BERTScore", "BERTScore-e5")
+SAMPLE, SAMPLE_ROWS = "uk-en sample", 4000  # whole uk-en documents: the trajectory's dev set
+SOUP_STARTS = (50, 100, 150, 200)  # a soup averages the kept checkpoints from this step to the last
+STAGES = ["fit", "trajectory", "score", "report"]
+
+
+def variant_config(recipe: dict, variant: str) -> dict:
+    """The recipe with ``variant``'s lever, validated and checkpointed every :data:`EVERY` steps."""
+    VARIANTS.update(LEVERS)
+    config = derived_config(recipe, None, variant)
+    config["trainer"]["val_check_interval"] = EVERY
+    return config
+
+
+def run_folder(out: Path, recipe: dict, variant: str) -> Path:
+    name = variant.replace(" ", "_").replace(",", "")
+    return out / "models" / f"{name}-{common.digest(variant_config(recipe, variant))}"
+
+
+def fit(recipe: dict, variant: str, out: Path, times: dict) -> Path:
+    """Fit (or reuse) ``variant``; returns its run folder (``export/``, ``steps/*.ckpt``, CSV logs)."""
+    config = variant_config(recipe, variant)
+    run_dir = run_folder(out, recipe, variant)
+    config["trainer"]["callbacks"].append(
+        {
+            "class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+            "init_args": {
+                "dirpath": str(run_dir / "steps"),
+                "filename": "{step}",
+                "every_n_train_steps": EVERY,
+                "save_top_k": -1,
+                "save_weights_only": True,
+            },
+        }
+    )
+    _, seconds = common.fit_config(config, run_dir, f"fit {variant}")
+    times[f"fit {variant}"] = seconds
+    return run_dir
+
+
+def rows_of(lp: str) -> dict:
+    table = read_rating_table(str(WMT22), required=("src", "mt", "ref", "score"))
+    keep = [i for i, x in enumerate(table["lp"]) if x == lp]
+    return {k: [v[i] for i in keep] for k, v in table.items()}
+
+
+def document_sample(rows: dict, n: int, seed: int) -> dict:
+    """Whole documents of ``rows``, drawn in a seeded order until at least ``n`` rows (the trajectory's dev sample)."""
+    docs = sorted(set(rows["doc_id"]))
+    order = np.random.default_rng(seed).permutation(len(docs))
+    chosen, count = set(), 0
+    for i in order:
+        if count >= n:
+            break
+        chosen.add(docs[i])
+        count += rows["doc_id"].count(docs[i])
+    keep = [i for i, d in enumerate(rows["doc_id"]) if d in chosen]
+    return {k: [v[i] for i in keep] for k, v in rows.items()}
+
+
+class Scores:
+    """Segment scores on the cross-year sets (``uk-en``, ``ja-en``, ``uk-en sample``), cached under ``out/scores``."""
+
+    def __init__(self, out: Path, seed: int):
+        self.out, self.rows = out, {DEV: rows_of(DEV), TEST: rows_of(TEST)}
+        self.rows[SAMPLE] = document_sample(self.rows[DEV], SAMPLE_ROWS, seed)
+
+    def of(self, spec: str | Path, split: str, name: str) -> np.ndarray:
+        return common.cached_scores(str(spec), self.rows[split], self.out / "scores" / split.replace(" ", "_"), name)
+
+    def kendall(self, spec, split: str, name: str) -> float:
+        return float(kendall(self.of(spec, split, name), self.rows[split]["score"]))
+
+
+def trajectory(run_dir: Path, scores: Scores, seed: int) -> dict:
+    """Every kept checkpoint exported (then deleted) and scored on the uk-en sample, beside the WMT21 dev
+    Kendall the fit logged at that step; the soups of the checkpoints from each of :data:`SOUP_STARTS` on,
+    scored the same way. Returns ``{"steps": {step: {...}}, "soups": {start: kendall}}``."""
+    from lightning_metrics.metrics.interpolation import average_exports
+    from lightning_metrics.training.export import export_checkpoint
+
+    exports = run_dir / "step_exports"
+    for ckpt in sorted((run_dir / "steps").glob("step=*.ckpt")):
+        if not is_exported(exports / ckpt.stem):
+            export_checkpoint(ckpt, exports / ckpt.stem, force=True)
+        ckpt.unlink()
+    steps = sorted(int(p.name.split("=")[1]) for p in exports.glob("step=*") if is_exported(p))
+    logged = logged_dev(run_dir)
+    result = {"steps": {}, "soups": {}}
+    for step in steps:
+        folder = exports / f"step={step}"
+        name = f"{run_dir.name}-step{step}"
+        result["steps"][step] = {"uk-en sample": scores.kendall(folder, SAMPLE, name), **logged.get(step, {})}
+    for first in SOUP_STARTS:
+        members = [exports / f"step={s}" for s in steps if s >= first]
+        if len(members) < 2:
+            continue
+        soup = run_dir / "soups" / f"from_{first}"
+        if not is_exported(soup):
+            average_exports(members, soup, force=True, chosen_on={"members": [m.name for m in members]})
+        result["soups"][first] = scores.kendall(soup, SAMPLE, f"{run_dir.name}-soup{first}")
+    return result
+
+
+def logged_dev(run_dir: Path) -> dict[int, dict]:
+    """The WMT21 dev Kendall (overall and per source) the fit logged, by step (the checkpoint's step)."""
+    import pandas as pd
+
+    found = sorted(run_dir.glob("lightning_logs/version_*/metrics.csv"))
+    if not found:
+        return {}
+    table = pd.read_csv(found[-1])
+    columns = [c for c in table.columns if c.startswith("val_kendall")]
+    rows = table.dropna(subset=["val_kendall"])
+    # a validation after training step k logs step k - 1; the checkpoint of that moment is named step=k
+    return {int(r.step) + 1: {c: float(r[c]) for c in columns if np.isfinite(r[c])} for r in rows.itertuples()}
+
+
+def ensemble(
+    export: Path, name: str, out: Path, scores: Scores, split: str, partner: str = "BERTScore-e5"
+) -> np.ndarray:
+    """``export`` + ``partner`` as one ``export --ensemble`` folder (equal weights, each standardised on 5,000
+    seeded WMT21 DA rows); its scores on ``split`` from the members' cached scores."""
+    from lightning_metrics.encoders.inference import ScoreOptions
+    from lightning_metrics.metrics import load_metric
+    from lightning_metrics.metrics.ensemble_export import export_ensemble
+
+    label, spec, _ = ensemble_member(partner, "")
+    folder = out / "ensembles" / f"{name}+{label}"
+    if not is_exported(folder):
+        table = read_rating_table(str(common.DA), required=("src", "mt", "ref", "score"))
+        table = {k: table[k] for k in ("src", "mt", "ref")}
+        export_ensemble(
+            [f"learned={export}", spec], folder, table, force=True, options=ScoreOptions(device="cpu", progress=False)
+        )
+    members = load_metric(str(folder))
+    raw = {"learned": scores.of(export, split, name), label: scores.of(BASELINES[label], split, label)}
+    raw = {m: raw[m] for m, _, _ in members.members}
+    return members.weights @ members.standardised(raw)
+
+
+def paired_gain(a: np.ndarray, b: np.ndarray, human, n: int, seed: int) -> dict:
+    """Kendall of ``a`` minus that of ``b`` on the same rows, with a 95% paired bootstrap interval over segments."""
+    human = np.asarray(human, dtype=float)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n):
+        idx = rng.integers(0, len(human), size=len(human))
+        draws.append(kendall(a[idx], human[idx]) - kendall(b[idx], human[idx]))
+    return {"gain": float(kendall(a, human) - kendall(b, human)), "ci": np.percentile(draws, [2.5, 97.5]).tolist()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", default=str(REPO / "configs/recipes/generalist-multilingual.yaml"))
+    parser.add_argument("--out", default="runs/cross_year")
+    parser.add_argument("--variants", nargs="+", default=["recipe"], choices=[*VARIANTS, *LEVERS])
+    parser.add_argument("--trajectory", nargs="*", default=["recipe"], help="variants whose checkpoints are scored")
+    parser.add_argument("--stages", nargs="+", default=STAGES, choices=STAGES)
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    recipe = yaml.safe_load(Path(args.recipe).read_text(encoding="utf-8"))
+    state_path, times_path = out / "results.json", out / "times.json"
+    state = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    times = json.loads(times_path.read_text()) if times_path.is_file() else {}
+    scores = Scores(out, args.seed)
+    learned = {}
+    for variant in args.variants:
+        run_dir = fit(recipe, variant, out, times) if "fit" in args.stages else run_folder(out, recipe, variant)
+        if variant in args.trajectory and ("trajectory" in args.stages or variant not in state.get("trajectory", {})):
+            with timed(times, f"trajectory {variant}"):
+                state.setdefault("trajectory", {})[variant] = trajectory(run_dir, scores, args.seed)
+        learned[variant] = run_dir / "export"
+        soups = state.get("trajectory", {}).get(variant, {}).get("soups")
+        if soups:  # the soup the uk-en sample prefers
+            best = max(soups, key=soups.get)
+            learned[f"{variant}, soup from step {best}"] = run_dir / "soups" / f"from_{best}"
+        state["times"] = times
+        state_path.write_text(json.dumps(state, indent=1) + "\n")
+    if "score" in args.stages or "report" in args.stages:
+        with timed(times, "score and report"):
+            measure(state, learned, scores, out, args)
+        state["times"] = times
+        state_path.write_text(json.dumps(state, indent=1) + "\n")
+        command = "python benchmarks/cross_year.py " + " ".join(
+            f"--{k} {' '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in vars(args).items()
+        )
+        print("\n".join(report(state, out, command)))
+
+
+def measure(state: dict, learned: dict[str, Path], scores: Scores, out: Path, args) -> None:
+    """Correlations on uk-en and ja-en of the baselines, each learned metric and its ensemble with
+    BERTScore-e5; the learned part's paired gains; the dev choice; the diagnostics on uk-en."""
+    state["correlations"], state["gains"], values = {}, {}, {}
+    for split in (DEV, TEST):
+        table = {label: scores.of(BASELINES[label], split, label) for label in BASELINE_LABELS}
+        for name, export in learned.items():
+            key = name.replace(" ", "_").replace(",", "")
+            table[name] = scores.of(export, split, key)
+            table[f"{name} + BERTScore-e5"] = ensemble(export, key, out, scores, split)
+        values[split] = table
+        state["correlations"][split] = correlations(table, scores.rows[split], args.bootstrap, args.seed)
+    for name in learned:
+        for base, label in (
+            (f"{name} + BERTScore-e5", f"{name} + BERTScore-e5 minus BERTScore-e5"),
+            (name, f"{name} minus BERTScore-e5"),
+        ):
+            state["gains"][label] = {
+                split: paired_gain(
+                    values[split][base],
+                    values[split]["BERTScore-e5"],
+                    scores.rows[split]["score"],
+                    args.bootstrap,
+                    args.seed,
+                )
+                for split in (DEV, TEST)
+            }
+    candidates = [m for m in values[DEV] if m not in BASELINE_LABELS]
+    state["chosen"] = max(candidates, key=lambda m: state["correlations"][DEV][m]["kendall"])
+    state["diagnostics"] = diagnostics(values[DEV], scores.rows[DEV])
+
+
+if __name__ == "__main__":
+    main()
