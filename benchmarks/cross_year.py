@@ -46,9 +46,12 @@ E5_START = {
 LEVERS = {
     # the head starts as BERTScore-e5 (its layer 7 F1 through the skip) and learns a correction
     "start from BERTScore-e5": E5_START,
+    # ... a correction pulled toward zero (and the encoder toward its pre-trained weights): L2-SP from the start
+    "start from BERTScore-e5, pulled": {**E5_START, "model.init_args.objective.l2_to_start": 1.0},
     # ... with the encoder frozen: the correction reads fixed embeddings
     "start from BERTScore-e5, frozen encoder": {**E5_START, "model.init_args.optim.trainable": ["head"]},
 }
+VARIANTS.update(LEVERS)  # derived_config reads a variant's lever from generalisation's table
 BASELINE_LABELS = ("BLEU", "chrF", "BERTScore", "BERTScore-e5")
 SAMPLE, SAMPLE_ROWS = "uk-en sample", 4000  # whole uk-en documents: the trajectory's dev set
 SOUP_STARTS = (50, 100, 150, 200)  # a soup averages the kept checkpoints from this step to the last
@@ -57,7 +60,6 @@ STAGES = ["fit", "trajectory", "score", "report"]
 
 def variant_config(recipe: dict, variant: str) -> dict:
     """The recipe with ``variant``'s lever, validated and checkpointed every :data:`EVERY` steps."""
-    VARIANTS.update(LEVERS)
     config = derived_config(recipe, None, variant)
     config["trainer"]["val_check_interval"] = EVERY
     return config
@@ -205,7 +207,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default=str(REPO / "configs/recipes/generalist-multilingual.yaml"))
     parser.add_argument("--out", default="runs/cross_year")
-    parser.add_argument("--variants", nargs="+", default=["recipe"], choices=[*VARIANTS, *LEVERS])
+    parser.add_argument("--variants", nargs="+", default=["recipe"], choices=list(VARIANTS))
     parser.add_argument("--trajectory", nargs="*", default=["recipe"], help="variants whose checkpoints are scored")
     parser.add_argument("--stages", nargs="+", default=STAGES, choices=STAGES)
     parser.add_argument("--bootstrap", type=int, default=1000)

@@ -244,3 +244,36 @@ def test_an_export_of_version_0_1_loads_and_computes_its_signals_at_the_trained_
     rows = {k: dm.val_rows[k][:8] for k in ("src", "mt", "ref")}
     assert load_metric(str(old)).model.signal_spec.layer == 1
     assert load_metric(str(old)).score(**rows).scores == pytest.approx(load_metric(str(new)).score(**rows).scores)
+
+
+def test_a_correction_to_a_start_signal_can_be_pulled_toward_zero(tiny_encoder, data, tmp_path):
+    """start_from with l2_to_start: the anchor is the model as built (the baseline, a zero correction);
+    a strong pull keeps the correction (head's last layer, skip) nearer its start than no pull does."""
+    signals = {"names": SIGNALS, "encoder": str(tiny_encoder)}
+    drift = {}
+    for strength in (0.0, 10.0):
+        pl.seed_everything(0)
+        model = CometEstimator(
+            encoder=str(tiny_encoder),
+            head={"hidden_sizes": (16,), "start_from": "bertscore_f"},
+            source_features=False,
+            optim={"lr_head": 1e-2},
+            signals=signals,
+            objective={"l2_to_start": strength},
+        )
+        start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if strength:
+            assert model.distance_to_start().item() == 0.0
+        dm = RatingsDataModule(
+            train=str(data),
+            split={"fraction": 0.2},
+            encoder=str(tiny_encoder),
+            batches={"batch_size": 8},
+            cache_dir=str(tmp_path / "cache"),
+            signals=signals,
+            layout=model.batch_layout,
+        )
+        _fit(model, dm)
+        moved = [k for k in start if k.startswith(("head.", "signal_skip."))]
+        drift[strength] = sum((model.state_dict()[k] - start[k]).pow(2).sum().item() for k in moved)
+    assert drift[10.0] < 0.5 * drift[0.0]

@@ -192,10 +192,13 @@ class MetricModel(pl.LightningModule):
         copied = load_start(self, path) if path else {}
         add_adapters(self.encoder, self.adapters)
         self._tunable_encoder = limit_training(self)
-        if copied and self.objective.l2_to_start > 0:  # the pull's anchor: the weights that may move, as they start
+        if self.objective.l2_to_start > 0 and (copied or self.head_options.start_from):
+            # the pull's anchor: the weights that may move, as they start (init_from's, or as built: start_from's
+            # baseline with a zero correction, the encoder as pre-trained)
             params = dict(self.named_parameters())
+            anchor = copied or params
             self._start = {
-                k: v.detach().clone().float() for k, v in copied.items() if k in params and params[k].requires_grad
+                k: v.detach().clone().float() for k, v in anchor.items() if k in params and params[k].requires_grad
             }
 
     @property
@@ -354,10 +357,12 @@ class MetricModel(pl.LightningModule):
         return loss
 
     def distance_to_start(self) -> torch.Tensor:
-        """Squared L2 distance of the weights taken from ``init_from`` to their starting values."""
+        """Squared L2 distance of the weights that may move to their starting values (``init_from``'s, or
+        as built for ``start_from``)."""
         if not getattr(self, "_start", None):
             raise LightningMetricsError(
-                "model.objective.l2_to_start needs model.init_from: there is no start to pull toward"
+                "model.objective.l2_to_start needs model.init_from or model.head.start_from: there is no start "
+                "to pull toward"
             )
         return squared_distance(dict(self.named_parameters()), self._start)
 

@@ -49,7 +49,8 @@ class Head:
 class Objective:
     """The loss: ``loss`` (mse or huber, with ``huber_delta``), per-target ``loss_weights``,
     ``clip_targets`` in standard deviations, a pairwise ranking term (``pairwise_weight``,
-    ``pairwise_margin``), and ``l2_to_start``, a pull toward the ``init_from`` weights (L2-SP)."""
+    ``pairwise_margin``), and ``l2_to_start``, a pull toward the ``init_from`` weights (L2-SP), or without
+    ``init_from`` but with ``head.start_from``, toward the model as built: a correction to its baseline."""
 
     loss: str = "mse"
     loss_weights: Optional[dict] = None
