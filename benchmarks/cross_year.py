@@ -125,11 +125,8 @@ class Scores:
         return float(kendall(self.of(spec, split, name), self.rows[split]["score"]))
 
 
-def trajectory(run_dir: Path, scores: Scores, seed: int) -> dict:
-    """Every kept checkpoint exported (then deleted) and scored on the uk-en sample, beside the WMT21 dev
-    Kendall the fit logged at that step; the soups of the checkpoints from each of :data:`SOUP_STARTS` on,
-    scored the same way. Returns ``{"steps": {step: {...}}, "soups": {start: kendall}}``."""
-    from lightning_metrics.metrics.interpolation import average_exports
+def step_exports(run_dir: Path) -> dict[int, Path]:
+    """The run's kept checkpoints as exports (each checkpoint deleted once exported), by step."""
     from lightning_metrics.training.export import export_checkpoint
 
     exports = run_dir / "step_exports"
@@ -137,15 +134,31 @@ def trajectory(run_dir: Path, scores: Scores, seed: int) -> dict:
         if not is_exported(exports / ckpt.stem):
             export_checkpoint(ckpt, exports / ckpt.stem, force=True)
         ckpt.unlink()
-    steps = sorted(int(p.name.split("=")[1]) for p in exports.glob("step=*") if is_exported(p))
+    found = {int(p.name.split("=")[1]): p for p in exports.glob("step=*") if is_exported(p)}
+    return dict(sorted(found.items()))
+
+
+def by_da_dev(run_dir: Path) -> int:
+    """The step whose WMT21 DA dev Kendall (``val_kendall/da``, as logged) is best."""
+    logged = logged_dev(run_dir)
+    return max(logged, key=lambda step: logged[step].get("val_kendall/da", -1.0))
+
+
+def trajectory(run_dir: Path, scores: Scores) -> dict:
+    """Every kept checkpoint scored on the uk-en sample, beside the WMT21 dev Kendall the fit logged at that
+    step; the soups of the checkpoints from each of :data:`SOUP_STARTS` on, scored the same way.
+    Returns ``{"steps": {step: {...}}, "soups": {start: kendall}}``."""
+    from lightning_metrics.metrics.interpolation import average_exports
+
+    exports = step_exports(run_dir)
+    steps = list(exports)
     logged = logged_dev(run_dir)
     result = {"steps": {}, "soups": {}}
     for step in steps:
-        folder = exports / f"step={step}"
         name = f"{run_dir.name}-step{step}"
-        result["steps"][step] = {"uk-en sample": scores.kendall(folder, SAMPLE, name), **logged.get(step, {})}
+        result["steps"][step] = {"uk-en sample": scores.kendall(exports[step], SAMPLE, name), **logged.get(step, {})}
     for first in SOUP_STARTS:
-        members = [exports / f"step={s}" for s in steps if s >= first]
+        members = [exports[s] for s in steps if s >= first]
         if len(members) < 2:
             continue
         soup = run_dir / "soups" / f"from_{first}"
@@ -166,7 +179,7 @@ def logged_dev(run_dir: Path) -> dict[int, dict]:
     columns = [c for c in table.columns if c.startswith("val_kendall")]
     rows = table.dropna(subset=["val_kendall"])
     # a validation after training step k logs step k - 1; the checkpoint of that moment is named step=k
-    return {int(r.step) + 1: {c: float(r[c]) for c in columns if np.isfinite(r[c])} for r in rows.itertuples()}
+    return {int(r["step"]) + 1: {c: float(r[c]) for c in columns if np.isfinite(r[c])} for _, r in rows.iterrows()}
 
 
 def ensemble(
@@ -225,12 +238,14 @@ def main() -> None:
         run_dir = fit(recipe, variant, out, times) if "fit" in args.stages else run_folder(out, recipe, variant)
         if variant in args.trajectory and ("trajectory" in args.stages or variant not in state.get("trajectory", {})):
             with timed(times, f"trajectory {variant}"):
-                state.setdefault("trajectory", {})[variant] = trajectory(run_dir, scores, args.seed)
-        learned[variant] = run_dir / "export"
+                state.setdefault("trajectory", {})[variant] = trajectory(run_dir, scores)
+        learned[variant] = run_dir / "export"  # the fit's own choice: the best WMT21 dev Kendall (all sources)
+        step = by_da_dev(run_dir)
+        learned[f"{variant}, checkpoint by DA dev (step {step})"] = step_exports(run_dir)[step]
         soups = state.get("trajectory", {}).get(variant, {}).get("soups")
         if soups:  # the soup the uk-en sample prefers
-            best = max(soups, key=soups.get)
-            learned[f"{variant}, soup from step {best}"] = run_dir / "soups" / f"from_{best}"
+            first = max(soups, key=soups.get)
+            learned[f"{variant}, soup from step {first}"] = run_dir / "soups" / f"from_{first}"
         state["times"] = times
         state_path.write_text(json.dumps(state, indent=1) + "\n")
     if "score" in args.stages or "report" in args.stages:
