@@ -138,16 +138,10 @@ def step_exports(run_dir: Path) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
-def by_da_dev(run_dir: Path) -> int:
-    """The step whose WMT21 DA dev Kendall (``val_kendall/da``, as logged) is best."""
-    logged = logged_dev(run_dir)
-    return max(logged, key=lambda step: logged[step].get("val_kendall/da", -1.0))
-
-
 def trajectory(run_dir: Path, scores: Scores) -> dict:
-    """Every kept checkpoint scored on the uk-en sample, beside the WMT21 dev Kendall the fit logged at that
-    step; the soups of the checkpoints from each of :data:`SOUP_STARTS` on, scored the same way.
-    Returns ``{"steps": {step: {...}}, "soups": {start: kendall}}``."""
+    """Every kept checkpoint scored on the uk-en sample (Kendall with the ratings, and with BERTScore), beside
+    the WMT21 dev Kendall the fit logged at that step; the soups of the checkpoints from each of
+    :data:`SOUP_STARTS` on, scored the same way. Returns ``{"steps": {step: {...}}, "soups": {start: kendall}}``."""
     from lightning_metrics.metrics.interpolation import average_exports
 
     exports = step_exports(run_dir)
@@ -156,7 +150,13 @@ def trajectory(run_dir: Path, scores: Scores) -> dict:
     result = {"steps": {}, "soups": {}}
     for step in steps:
         name = f"{run_dir.name}-step{step}"
-        result["steps"][step] = {"uk-en sample": scores.kendall(exports[step], SAMPLE, name), **logged.get(step, {})}
+        values = scores.of(exports[step], SAMPLE, name)
+        result["steps"][step] = {
+            "uk-en sample": float(kendall(values, scores.rows[SAMPLE]["score"])),
+            # how closely it still ranks as its own signal does (BERTScore, MiniLM layer 4)
+            "agreement with BERTScore": float(kendall(values, scores.of(BASELINES["BERTScore"], SAMPLE, "BERTScore"))),
+            **logged.get(step, {}),
+        }
     for first in SOUP_STARTS:
         members = [exports[s] for s in steps if s >= first]
         if len(members) < 2:
@@ -200,8 +200,8 @@ def ensemble(
             [f"learned={export}", spec], folder, table, force=True, options=ScoreOptions(device="cpu", progress=False)
         )
     members = load_metric(str(folder))
-    raw = {"learned": scores.of(export, split, name), label: scores.of(BASELINES[label], split, label)}
-    raw = {m: raw[m] for m, _, _ in members.members}
+    values = [scores.of(export, split, name), scores.of(BASELINES[label], split, label)]  # the members' order
+    raw = dict(zip([member for member, _, _ in members.members], values))
     return members.weights @ members.standardised(raw)
 
 
@@ -221,7 +221,9 @@ def main() -> None:
     parser.add_argument("--recipe", default=str(REPO / "configs/recipes/generalist-multilingual.yaml"))
     parser.add_argument("--out", default="runs/cross_year")
     parser.add_argument("--variants", nargs="+", default=["recipe"], choices=list(VARIANTS))
-    parser.add_argument("--trajectory", nargs="*", default=["recipe"], help="variants whose checkpoints are scored")
+    parser.add_argument(
+        "--trajectory", nargs="*", default=None, help="variants whose checkpoints are scored (default: every one)"
+    )
     parser.add_argument("--stages", nargs="+", default=STAGES, choices=STAGES)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -233,19 +235,19 @@ def main() -> None:
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     times = json.loads(times_path.read_text()) if times_path.is_file() else {}
     scores = Scores(out, args.seed)
+    args.trajectory = args.variants if args.trajectory is None else args.trajectory
     learned = {}
     for variant in args.variants:
         run_dir = fit(recipe, variant, out, times) if "fit" in args.stages else run_folder(out, recipe, variant)
         if variant in args.trajectory and ("trajectory" in args.stages or variant not in state.get("trajectory", {})):
             with timed(times, f"trajectory {variant}"):
                 state.setdefault("trajectory", {})[variant] = trajectory(run_dir, scores)
-        learned[variant] = run_dir / "export"  # the fit's own choice: the best WMT21 dev Kendall (all sources)
-        step = by_da_dev(run_dir)
-        learned[f"{variant}, checkpoint by DA dev (step {step})"] = step_exports(run_dir)[step]
-        soups = state.get("trajectory", {}).get(variant, {}).get("soups")
-        if soups:  # the soup the uk-en sample prefers
-            first = max(soups, key=soups.get)
-            learned[f"{variant}, soup from step {first}"] = run_dir / "soups" / f"from_{first}"
+        path = state.get("trajectory", {}).get(variant)
+        if variant == "recipe" or not path:  # the fit's own choice: the best WMT21 dev Kendall (all sources)
+            learned[variant] = run_dir / "export"
+        if path:  # the checkpoint the uk-en sample prefers (the soups are in the trajectory's table)
+            step = max(path["steps"], key=lambda k: path["steps"][k]["uk-en sample"])
+            learned[f"{variant}, checkpoint by uk-en dev (step {step})"] = step_exports(run_dir)[int(step)]
         state["times"] = times
         state_path.write_text(json.dumps(state, indent=1) + "\n")
     if "score" in args.stages or "report" in args.stages:
