@@ -5,16 +5,19 @@
 
 Training uses the recipe's sources as they are (nothing of WMT22 is in them). WMT22 **uk-en is the
 cross-year dev set** and **ja-en the cross-year test** (``../shared/data/wmt22_da_toen_jaen_uken.csv``):
-every choice (the variant, the soup's checkpoints) is made on uk-en and on the WMT21 dev split the fit
-logs; ja-en is scored for the report alone.
+every choice is made on uk-en (a checkpoint or a soup on a 4,000-row sample of its documents, the final
+metric on all of it) and on the WMT21 dev split the fit logs; ja-en is scored for the report alone.
 
-Each variant (``generalisation.VARIANTS`` and the cross-year levers in :data:`LEVERS`) is fitted once
-with its WMT21 dev Kendall logged every 50 steps and a checkpoint kept at each of them (the trajectory).
-``trajectory`` exports those checkpoints and scores them on uk-en: the dev curve across years beside
-the WMT21 one, and the material of the **soups** (uniform weight averages of the checkpoints from a
-step on, :func:`lightning_metrics.metrics.interpolation.average_exports`). The report puts each metric
-beside chrF, BERTScore (MiniLM layer 4, e5 layer 7) and its ensemble with BERTScore-e5, and gives the
-learned part's own contribution: the ensemble minus BERTScore-e5, by a paired bootstrap over segments.
+Stages (cached under ``--out``): ``fit`` trains each variant (``generalisation.VARIANTS`` and the
+cross-year levers in :data:`LEVERS`) once, with its WMT21 dev Kendall logged every 50 steps and a
+checkpoint kept at each of them; ``trajectory`` exports those checkpoints and scores them on the uk-en
+sample (the dev curve across years beside the WMT21 one, and each step's agreement with its BERTScore
+signal), and the **soups** (uniform weight averages of the checkpoints from a step on,
+:func:`lightning_metrics.metrics.interpolation.average_exports`); ``score`` scores the recipe's own
+checkpoint and each variant's checkpoint the sample prefers on uk-en and ja-en, beside BLEU, chrF,
+BERTScore (MiniLM layer 4, e5 layer 7) and each one's ensemble with BERTScore-e5; ``report`` gives the
+learned part's own contribution (paired bootstrap over segments), the dev choice against the targets,
+and the diagnostics on uk-en (Kendall within one source's outputs, and against the raw scores).
 """
 
 from __future__ import annotations
