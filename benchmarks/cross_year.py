@@ -242,6 +242,8 @@ def main() -> None:
     learned = {}
     for variant in args.variants:
         run_dir = fit(recipe, variant, out, times) if "fit" in args.stages else run_folder(out, recipe, variant)
+        if (run_dir / "seconds.txt").is_file():  # the fit's wall time, also where this call did not fit
+            times[f"fit {variant}"] = float((run_dir / "seconds.txt").read_text())
         if variant in args.trajectory and ("trajectory" in args.stages or variant not in state.get("trajectory", {})):
             with timed(times, f"trajectory {variant}"):
                 state.setdefault("trajectory", {})[variant] = trajectory(run_dir, scores)
