@@ -56,9 +56,10 @@ def average_exports(folders: list, out: str | Path, force: bool = False, chosen_
     if len(folders) < 2:
         raise LightningMetricsError(f"averaging needs at least two exports, got {len(folders)}")
     parents, weights = _mixable_parents(folders, "averaged")
-    mean = weights[0]
-    for k, other in enumerate(weights[1:], start=2):  # running mean: the k-th parent weighs 1/k
-        mean = mix_weights(mean, other, 1.0 / k)
+    mean = {  # summed in fp32, stored in the last parent's dtype; other tensors are equal in every parent
+        name: (sum(w[name].float() for w in weights) / len(weights)).to(t.dtype) if t.is_floating_point() else t
+        for name, t in weights[-1].items()
+    }
     record = {"parents": [{"path": str(f), "weights_sha256": p.weights_sha256} for f, p in zip(folders, parents)]}
     card = (
         f"# {Path(out).name}\n\nA uniform weight average (model soup) made by lightning-metrics of "
