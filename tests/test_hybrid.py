@@ -37,6 +37,19 @@ def _fit(model, dm, steps=6):
     return trainer
 
 
+def _hybrid_data(model, data, encoder, tmp_path, signals):
+    """The hybrid tests' data module: ``data`` with a 20% dev split, batches of 8, signals cached in ``tmp_path``."""
+    return RatingsDataModule(
+        train=str(data),
+        split={"fraction": 0.2},
+        encoder=str(encoder),
+        batches={"batch_size": 8},
+        cache_dir=str(tmp_path / "cache"),
+        signals=signals,
+        layout=model.batch_layout,
+    )
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, da_rows, write_csv):
     return write_csv(tmp_path_factory.mktemp("hybrid") / "r.csv", da_rows[:120])
@@ -63,15 +76,7 @@ def test_hybrid_estimator_round_trips_through_export_in_a_fresh_process(tiny_enc
     model = CometEstimator(
         encoder=str(tiny_encoder), head={"hidden_sizes": (16,)}, optim={"lr_head": 1e-2}, signals=signals
     )
-    dm = RatingsDataModule(
-        train=str(data),
-        split={"fraction": 0.2},
-        encoder=str(tiny_encoder),
-        batches={"batch_size": 8},
-        cache_dir=str(tmp_path / "cache"),
-        signals=signals,
-        layout=model.batch_layout,
-    )
+    dm = _hybrid_data(model, data, tiny_encoder, tmp_path, signals)
     trainer = _fit(model, dm)
     assert (
         model.hparams.signals["layer"] == 2
@@ -195,15 +200,7 @@ def test_start_from_a_signal_scores_as_that_baseline_until_it_learns(tiny_encode
         [1.0, -2.0, -0.5], abs=1e-6
     )  # (0.9 - 0.8) / 0.1, ...: BERTScore F standardised
     pl.seed_everything(0)
-    dm = RatingsDataModule(
-        train=str(data),
-        split={"fraction": 0.2},
-        encoder=str(tiny_encoder),
-        batches={"batch_size": 8},
-        cache_dir=str(tmp_path / "cache"),
-        signals=signals,
-        layout=model.batch_layout,
-    )
+    dm = _hybrid_data(model, data, tiny_encoder, tmp_path, signals)
     model.train()
     _fit(model, dm)
     assert torch.count_nonzero(model.head[-1].weight) > 0  # the head learns its correction
@@ -221,10 +218,7 @@ def test_an_export_of_version_0_1_loads_and_computes_its_signals_at_the_trained_
 
     signals = {"names": SIGNALS, "encoder": str(tiny_encoder), "layer": 1}  # not the last layer (2)
     model = CometEstimator(encoder=str(tiny_encoder), head={"hidden_sizes": (16,)}, signals=signals)
-    dm = RatingsDataModule(
-        train=str(data), split={"fraction": 0.2}, encoder=str(tiny_encoder), batches={"batch_size": 8},
-        cache_dir=str(tmp_path / "cache"), signals=signals, layout=model.batch_layout,
-    )  # fmt: skip
+    dm = _hybrid_data(model, data, tiny_encoder, tmp_path, signals)
     _fit(model, dm, steps=1).save_checkpoint(tmp_path / "m.ckpt")
     new = export_checkpoint(tmp_path / "m.ckpt", tmp_path / "new")
     meta = read_export(new).meta
@@ -264,15 +258,7 @@ def test_a_correction_to_a_start_signal_can_be_pulled_toward_zero(tiny_encoder, 
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if strength:
             assert model.distance_to_start().item() == 0.0
-        dm = RatingsDataModule(
-            train=str(data),
-            split={"fraction": 0.2},
-            encoder=str(tiny_encoder),
-            batches={"batch_size": 8},
-            cache_dir=str(tmp_path / "cache"),
-            signals=signals,
-            layout=model.batch_layout,
-        )
+        dm = _hybrid_data(model, data, tiny_encoder, tmp_path, signals)
         _fit(model, dm)
         moved = [k for k in start if k.startswith(("head.", "signal_skip."))]
         drift[strength] = sum((model.state_dict()[k] - start[k]).pow(2).sum().item() for k in moved)
