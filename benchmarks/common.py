@@ -60,6 +60,27 @@ def safe_name(label: str) -> str:
     return "".join(c if c.isalnum() or c in "._=-," else "_" for c in text)
 
 
+def paired_kendall(a: np.ndarray, b: np.ndarray, human, n: int, seed: int) -> dict:
+    """Kendall of ``a`` and its change over ``b``'s on the same rows, each with a 95% bootstrap interval
+    (``n`` resamples of the rows, the same draw for both): ``kendall``, ``ci``, ``change``, ``change_ci``."""
+    from lightning_metrics.correlation import kendall
+
+    human = np.asarray(human, dtype=float)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n):
+        idx = rng.integers(0, len(human), size=len(human))
+        draws.append((kendall(a[idx], human[idx]), kendall(b[idx], human[idx])))
+    draws = np.array(draws)
+    value = kendall(a, human)
+    return {
+        "kendall": float(value),
+        "ci": np.percentile(draws[:, 0], [2.5, 97.5]).tolist(),
+        "change": float(value - kendall(b, human)),
+        "change_ci": np.percentile(draws[:, 0] - draws[:, 1], [2.5, 97.5]).tolist(),
+    }
+
+
 def digest(config: dict) -> str:
     """A short hash of a config, for run folders that change when the config does."""
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]

@@ -208,17 +208,6 @@ def ensemble(
     return members.weights @ members.standardised(raw)
 
 
-def paired_gain(a: np.ndarray, b: np.ndarray, human, n: int, seed: int) -> dict:
-    """Kendall of ``a`` minus that of ``b`` on the same rows, with a 95% paired bootstrap interval over segments."""
-    human = np.asarray(human, dtype=float)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(n):
-        idx = rng.integers(0, len(human), size=len(human))
-        draws.append(kendall(a[idx], human[idx]) - kendall(b[idx], human[idx]))
-    return {"gain": float(kendall(a, human) - kendall(b, human)), "ci": np.percentile(draws, [2.5, 97.5]).tolist()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default=str(REPO / "configs/recipes/generalist-multilingual.yaml"))
@@ -283,16 +272,11 @@ def measure(state: dict, learned: dict[str, Path], scores: Scores, out: Path, ar
             (f"{name} + BERTScore-e5", f"{name} + BERTScore-e5 minus BERTScore-e5"),
             (name, f"{name} minus BERTScore-e5"),
         ):
-            state["gains"][label] = {
-                split: paired_gain(
-                    values[split][base],
-                    values[split]["BERTScore-e5"],
-                    scores.rows[split]["score"],
-                    args.bootstrap,
-                    args.seed,
-                )
-                for split in (DEV, TEST)
-            }
+            state["gains"][label] = {}
+            for split in (DEV, TEST):
+                human, base_values = scores.rows[split]["score"], values[split]["BERTScore-e5"]
+                paired = common.paired_kendall(values[split][base], base_values, human, args.bootstrap, args.seed)
+                state["gains"][label][split] = {"gain": paired["change"], "ci": paired["change_ci"]}
     candidates = [m for m in values[DEV] if m not in BASELINE_LABELS]
     state["chosen"] = max(candidates, key=lambda m: state["correlations"][DEV][m]["kendall"])
     state["diagnostics"] = diagnostics(values[DEV], scores.rows[DEV])

@@ -218,21 +218,9 @@ class Scorer:
     def paired(self, model, base, domain: str, split: str) -> dict:
         """Kendall of ``model`` and its difference to ``base``'s, each with a 95% bootstrap interval
         (the same resampled rows for both)."""
-        a, b = self.scores(model, domain, split), self.scores(base, domain, split)
         human = self.table(domain, split).score.to_numpy()
-        rng = np.random.default_rng(self.seed)
-        draws = []
-        for _ in range(self.bootstrap):
-            idx = rng.integers(0, len(human), size=len(human))
-            draws.append((kendall(a[idx], human[idx]), kendall(b[idx], human[idx])))
-        draws = np.array(draws)
-        value, change = kendall(a, human), kendall(a, human) - kendall(b, human)
-        return {
-            "kendall": float(value),
-            "ci": np.percentile(draws[:, 0], [2.5, 97.5]).tolist(),
-            "change": float(change),
-            "change_ci": np.percentile(draws[:, 0] - draws[:, 1], [2.5, 97.5]).tolist(),
-        }
+        a, b = self.scores(model, domain, split), self.scores(base, domain, split)
+        return common.paired_kendall(a, b, human, self.bootstrap, self.seed)
 
 
 def fit_methods(domain: str, n: int, general: Path, args, times: dict) -> dict[str, Path]:
