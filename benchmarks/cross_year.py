@@ -30,7 +30,7 @@ import common  # the offline environment, before anything loads transformers
 import numpy as np
 import yaml
 from cross_year_report import diagnostics, report
-from generalisation import BASELINES, VARIANTS, derived_config, ensemble_member, timed
+from generalisation import BASELINES, VARIANTS, derived_config, ensemble_from_members, ensemble_member, timed
 from generalisation_report import correlations
 
 from lightning_metrics.correlation import kendall
@@ -68,15 +68,15 @@ def variant_config(recipe: dict, variant: str) -> dict:
     return config
 
 
-def run_folder(out: Path, recipe: dict, variant: str) -> Path:
-    name = variant.replace(" ", "_").replace(",", "")
-    return out / "models" / f"{name}-{common.digest(variant_config(recipe, variant))}"
+def run_folder(out: Path, variant: str, config: dict) -> Path:
+    """The run folder of ``variant`` fitted with ``config`` (its :func:`variant_config`)."""
+    return out / "models" / f"{variant.replace(' ', '_').replace(',', '')}-{common.digest(config)}"
 
 
 def fit(recipe: dict, variant: str, out: Path, times: dict) -> Path:
     """Fit (or reuse) ``variant``; returns its run folder (``export/``, ``steps/*.ckpt``, CSV logs)."""
     config = variant_config(recipe, variant)
-    run_dir = run_folder(out, recipe, variant)
+    run_dir = run_folder(out, variant, config)
     config["trainer"]["callbacks"].append(
         {
             "class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
@@ -94,8 +94,7 @@ def fit(recipe: dict, variant: str, out: Path, times: dict) -> Path:
     return run_dir
 
 
-def rows_of(lp: str) -> dict:
-    table = read_rating_table(str(WMT22), required=("src", "mt", "ref", "score"))
+def rows_of(table: dict, lp: str) -> dict:
     keep = [i for i, x in enumerate(table["lp"]) if x == lp]
     return {k: [v[i] for i in keep] for k, v in table.items()}
 
@@ -118,7 +117,8 @@ class Scores:
     """Segment scores on the cross-year sets (``uk-en``, ``ja-en``, ``uk-en sample``), cached under ``out/scores``."""
 
     def __init__(self, out: Path, seed: int):
-        self.out, self.rows = out, {DEV: rows_of(DEV), TEST: rows_of(TEST)}
+        table = read_rating_table(str(WMT22), required=("src", "mt", "ref", "score"))
+        self.out, self.rows = out, {DEV: rows_of(table, DEV), TEST: rows_of(table, TEST)}
         self.rows[SAMPLE] = document_sample(self.rows[DEV], SAMPLE_ROWS, seed)
 
     def of(self, spec: str | Path, split: str, name: str) -> np.ndarray:
@@ -151,13 +151,13 @@ def trajectory(run_dir: Path, scores: Scores) -> dict:
     steps = list(exports)
     logged = logged_dev(run_dir)
     result = {"steps": {}, "soups": {}}
+    signal = scores.of(BASELINES["BERTScore"], SAMPLE, "BERTScore")  # the model's own signal (MiniLM layer 4)
     for step in steps:
         name = f"{run_dir.name}-step{step}"
         values = scores.of(exports[step], SAMPLE, name)
         result["steps"][step] = {
             "uk-en sample": float(kendall(values, scores.rows[SAMPLE]["score"])),
-            # how closely it still ranks as its own signal does (BERTScore, MiniLM layer 4)
-            "agreement with BERTScore": float(kendall(values, scores.of(BASELINES["BERTScore"], SAMPLE, "BERTScore"))),
+            "agreement with BERTScore": float(kendall(values, signal)),  # how closely it still ranks as its signal
             **logged.get(step, {}),
         }
     for first in SOUP_STARTS:
@@ -191,7 +191,6 @@ def ensemble(
     """``export`` + ``partner`` as one ``export --ensemble`` folder (equal weights, each standardised on 5,000
     seeded WMT21 DA rows); its scores on ``split`` from the members' cached scores."""
     from lightning_metrics.encoders.inference import ScoreOptions
-    from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.ensemble_export import export_ensemble
 
     label, spec, _ = ensemble_member(partner, "")
@@ -202,10 +201,7 @@ def ensemble(
         export_ensemble(
             [f"learned={export}", spec], folder, table, force=True, options=ScoreOptions(device="cpu", progress=False)
         )
-    members = load_metric(str(folder))
-    values = [scores.of(export, split, name), scores.of(BASELINES[label], split, label)]  # the members' order
-    raw = dict(zip([member for member, _, _ in members.members], values))
-    return members.weights @ members.standardised(raw)
+    return ensemble_from_members(folder, [scores.of(export, split, name), scores.of(BASELINES[label], split, label)])
 
 
 def main() -> None:
@@ -230,7 +226,10 @@ def main() -> None:
     args.trajectory = args.variants if args.trajectory is None else args.trajectory
     learned = {}
     for variant in args.variants:
-        run_dir = fit(recipe, variant, out, times) if "fit" in args.stages else run_folder(out, recipe, variant)
+        if "fit" in args.stages:
+            run_dir = fit(recipe, variant, out, times)
+        else:
+            run_dir = run_folder(out, variant, variant_config(recipe, variant))
         if (run_dir / "seconds.txt").is_file():  # the fit's wall time, also where this call did not fit
             times[f"fit {variant}"] = float((run_dir / "seconds.txt").read_text())
         if variant in args.trajectory and ("trajectory" in args.stages or variant not in state.get("trajectory", {})):

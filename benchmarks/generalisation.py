@@ -297,7 +297,6 @@ def ensemble_scores(
 ) -> tuple[str, np.ndarray]:
     """The recipe + ``partners`` as one ``export --ensemble`` folder (equal weights, standardised on DA
     training rows without the test's pair); its label and its scores on the test from the members' segment scores."""
-    from lightning_metrics.metrics import load_metric
     from lightning_metrics.metrics.ensemble_export import export_ensemble
 
     members = [ensemble_member(p, test) for p in partners]
@@ -312,9 +311,18 @@ def ensemble_scores(
         table = {k: [table[k][i] for i in keep] for k in ("src", "mt", "ref")}
         specs = [f"recipe={export}", *(m for _, m, _ in members)]
         export_ensemble(specs, folder, table, force=True, options=ScoreOptions(device="cpu", progress=False))
+    values = ensemble_from_members(folder, [scores["recipe"], *(scores[n] for n in labels)])
+    return " + ".join(["recipe", *labels]), values
+
+
+def ensemble_from_members(folder: Path, values: list[np.ndarray]) -> np.ndarray:
+    """An ``export --ensemble`` folder's segment scores from its members' (``values``, in the members' order),
+    standardised and weighted as the ensemble scores."""
+    from lightning_metrics.metrics import load_metric
+
     ensemble = load_metric(str(folder))
-    raw = dict(zip([label for label, _, _ in ensemble.members], [scores["recipe"], *(scores[n] for n in labels)]))
-    return " + ".join(["recipe", *labels]), ensemble.weights @ ensemble.standardised(raw)
+    raw = dict(zip([label for label, _, _ in ensemble.members], values))
+    return ensemble.weights @ ensemble.standardised(raw)
 
 
 def main() -> None:
