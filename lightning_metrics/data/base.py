@@ -16,6 +16,7 @@ from lightning_metrics.data.batching import (
     CrossEncoderCollate,
     LengthBucketSampler,
     RowsDataset,
+    SegmentsCollate,
     SentencesCollate,
     SourceGroupSampler,
 )
@@ -164,6 +165,8 @@ class MetricDataModule(pl.LightningDataModule):
             return SentencesCollate(
                 self.tokenizer, max_length, self.text_fields, self.targets, *ids, group_tokens=group_tokens
             )
+        if self.input_format == "segments":
+            return SegmentsCollate(self.tokenizer, max_length, self.text_fields, self.targets, *ids)
         return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
 
     @property
@@ -185,7 +188,7 @@ class MetricDataModule(pl.LightningDataModule):
         if self.input_format == "sentences":
             cut = sum(max(row) + 2 > limit for row in per_row)
         else:
-            cut = sum(sum(row) + 3 > limit for row in per_row)
+            cut = sum(sum(row) + len(row) + 1 > limit for row in per_row)
         if cut:
             log.warning(
                 "%d of %d %s rows are longer than max_length %d tokens and are truncated (data.init_args.max_length)",

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from lightning_metrics.encoders.sequences import encode_pairs, pad_sequences, unique_sentence_groups
+from lightning_metrics.data.mqm import character_levels
+from lightning_metrics.encoders.sequences import encode_pairs, encode_segments, pad_sequences, unique_sentence_groups
 
 
 class RowsDataset(Dataset):
@@ -168,3 +169,39 @@ class SentencesCollate:
         )  # a token budget: as few groups as fit it
         groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, columns, size, self.group_tokens)
         return {"inputs": groups, "positions": positions, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+
+
+IGNORED_TOKEN = -100  # label of positions the token loss skips (special tokens, src, ref, padding)
+
+
+class SegmentsCollate:
+    """Rows as one sequence, ``[CLS] mt [SEP] ...`` over ``fields`` (mt first), for the unified family.
+
+    Rows with ``spans`` (character spans into the mt, :mod:`~lightning_metrics.data.mqm`) also get
+    ``token_labels`` [B, T]: each mt token's severity level (0 OK, 1 minor, 2 major, 3 critical; the
+    highest over its characters), :data:`IGNORED_TOKEN` elsewhere. ``mt_offsets`` keep each row's mt
+    token offsets, for turning token predictions back into character spans.
+    """
+
+    def __init__(self, tokenizer, max_length: int, fields: Sequence[str], targets: Sequence[str], lp_ids, system_ids):
+        self.tokenizer, self.max_length, self.fields = tokenizer, max_length, list(fields)
+        self.targets, self.lp_ids, self.system_ids = list(targets), lp_ids, system_ids
+        if self.fields[0] != "mt":
+            raise ValueError(f"the unified family reads mt first, got segments {self.fields}")
+
+    def __call__(self, rows: list[dict]) -> dict:
+        encoded = encode_segments(self.tokenizer, [[r[f] for r in rows] for f in self.fields], self.max_length)
+        inputs = pad_sequences(self.tokenizer, encoded.ids)
+        out = {
+            "inputs": inputs,
+            "mt_offsets": encoded.mt_offsets,
+            **_common(rows, self.targets, self.lp_ids, self.system_ids),
+        }
+        if "spans" in rows[0]:
+            labels = torch.full_like(inputs["input_ids"], IGNORED_TOKEN)
+            for i, (row, offsets) in enumerate(zip(rows, encoded.mt_offsets)):
+                levels = character_levels(row["spans"], len(row["mt"]))
+                for j, (a, b) in enumerate(offsets):
+                    labels[i, 1 + j] = int(levels[a:b].max()) if b > a else 0
+            out["token_labels"] = labels
+        return out

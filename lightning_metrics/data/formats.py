@@ -11,14 +11,18 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from lightning_metrics.data.mqm import is_mqm_header, read_mqm
 from lightning_metrics.errors import InputError
 
 TABULAR = {".csv": ",", ".tsv": "\t"}
-STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id")  # kept as text, never read as numbers
+STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id", "seg_id")  # kept as text, never read as numbers
 TABLE_SUFFIXES = (*TABULAR, ".jsonl", ".parquet")
 
 
-def load_columns(name: str, split: str) -> dict[str, list]:
+def load_columns(name: str, split: str, on_invalid: str = "error") -> dict[str, list]:
+    """The raw columns of ``name``; an MQM annotation TSV (:mod:`~lightning_metrics.data.mqm`, which owns
+    that format) comes back as one row per segment and system, its invalid rows skipped under
+    ``on_invalid="skip"``."""
     path = Path(name)
     if path.is_dir():
         return _load_saved_dataset(name, split)
@@ -27,7 +31,10 @@ def load_columns(name: str, split: str) -> dict[str, list]:
         if not path.exists():
             raise InputError(name, "file not found")
         if suffix in TABULAR:
-            return _load_tabular(name, _read_text(name), TABULAR[suffix])
+            text = _read_text(name)
+            if suffix == ".tsv" and is_mqm_header(text.partition("\n")[0].rstrip("\r").split("\t")):
+                return read_mqm(name, text, on_invalid).columns
+            return _load_tabular(name, text, TABULAR[suffix])
         if suffix == ".jsonl":
             return _load_jsonl(name, _read_text(name))
         if suffix == ".parquet":

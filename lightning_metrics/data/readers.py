@@ -83,15 +83,16 @@ def read_rating_table(
     split: str = "train",
 ) -> dict[str, list]:
     """:func:`read_ratings` as a column table ``{column: values}``: what the data modules and metrics take."""
-    return check_table(source, read_table(source, columns, split), required, on_invalid, columns)
+    return check_table(source, read_table(source, columns, split, on_invalid), required, on_invalid, columns)
 
 
 def read_table(
-    source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train"
+    source: str | os.PathLike, columns: ColumnMap | dict | None = None, split: str = "train", on_invalid: str = "error"
 ) -> dict[str, list]:
-    """The columns of a table or dataset, renamed to canonical names by ``columns`` (no validation)."""
+    """The columns of a table or dataset, renamed to canonical names by ``columns`` (no validation
+    beyond the format's own: ``on_invalid`` applies to an MQM annotation file's markup)."""
     name = str(source)
-    return rename_columns(name, load_columns(name, split), ColumnMap.from_any(columns).renames())
+    return rename_columns(name, load_columns(name, split, on_invalid), ColumnMap.from_any(columns).renames())
 
 
 def check_table(

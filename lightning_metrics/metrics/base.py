@@ -51,7 +51,9 @@ class Signature:
 
 @dataclass
 class ScoreResult:
-    """Segment scores (input order), the system score, and the signature string."""
+    """Segment scores (input order), the system score, and the signature string; ``extra`` holds
+    per-row lists beside the scores: ``std`` (MC dropout), ``spans`` (a unified model's error spans:
+    ``start``, ``end`` character offsets into the mt, ``severity``, ``confidence``)."""
 
     scores: list[float]
     system_score: float
@@ -152,7 +154,17 @@ class Metric(ABC):
             )
         scores = [float(s) for s in self.segment_scores(columns, options)]
         signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
-        return ScoreResult(scores=scores, system_score=self.system_score(scores, columns), signature=str(signature))
+        return ScoreResult(
+            scores=scores,
+            system_score=self.system_score(scores, columns),
+            signature=str(signature),
+            extra=self.segment_extras(),
+        )
+
+    def segment_extras(self) -> dict:
+        """What the last :meth:`segment_scores` found beside the scores, per row (a unified model's
+        ``spans``); nothing for most metrics."""
+        return {}
 
     def _score_each_reference(
         self, columns: dict, nrefs: int, multi_ref: str, options: ScoreOptions, mc_dropout: int, seed: int

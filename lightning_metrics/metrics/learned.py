@@ -70,6 +70,7 @@ class LearnedMetric(Metric):
         self.max_length = int(max_length) if max_length is not None else min(default, self.length_limit)
         self.truncated = 0  # rows of the last score() call that were longer than max_length
         self.shared_embeddings: dict | None = None  # sentence -> vector, shared by ensemble members with one encoder
+        self.spans: list | None = None  # a unified model's error spans per row, from the last scoring
 
     @property
     def meta(self) -> dict:
@@ -98,6 +99,8 @@ class LearnedMetric(Metric):
             )
         signals = self.signals(columns, options)
         if options.devices > 1:
+            if self.model.input_format == "segments":
+                raise LightningMetricsError(f"{self.name}: a unified model scores on one device (--devices 1)")
             return self._score_distributed(columns, options, signals).tolist()
         return self._score_local(columns, options, signals).tolist()
 
@@ -124,6 +127,10 @@ class LearnedMetric(Metric):
     def count_truncated(self, columns: dict[str, list[str]]) -> int:
         """Rows with a sequence longer than ``max_length`` tokens: a sentence of any field (sentence
         models), or the ``ref``/``mt`` pair (cross-encoders)."""
+        if self.model.input_format == "segments":
+            from lightning_metrics.encoders.sequences import encode_segments
+
+            return encode_segments(self.tokenizer, [columns[f] for f in self.inputs], self.max_length).truncated
         if self.model.input_format != "sentences":
             lengths = [len(ids) for ids in self.tokenizer(columns["ref"], columns["mt"], verbose=False)["input_ids"]]
             return sum(n > self.max_length for n in lengths)
@@ -177,12 +184,17 @@ class LearnedMetric(Metric):
         out = np.zeros(n)
         sentences = self.model.input_format == "sentences"
         order = chunk_order(columns) if sentences else list(range(n))
+        self.spans = [None] * n if self.model.input_format == "segments" else None
         with torch.inference_mode(), tqdm(total=n, unit="seg", disable=not options.progress, desc="scoring") as bar:
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
                 rows = take_rows(columns, chunk)
                 extra = None if signals is None else torch.tensor(signals[chunk], dtype=torch.float32)
-                if sentences:
+                if self.spans is not None:
+                    scores, spans = self._chunk_segments(rows, limits, target, bar)
+                    for position, row_spans in zip(chunk, spans):
+                        self.spans[position] = row_spans
+                elif sentences:
                     scores = self._chunk_sentences(rows, limits, target, bar, extra)
                 else:
                     scores = self._chunk_cross(rows, limits, target, bar, extra)
@@ -208,6 +220,26 @@ class LearnedMetric(Metric):
         out = np.zeros(len(ids))
         out[np.concatenate(batches)] = torch.cat(parts).cpu().numpy()  # one copy back
         return out
+
+    def _chunk_segments(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar):
+        """Scores and error spans of a unified model's rows (one sequence each, in length-sorted batches)."""
+        from lightning_metrics.encoders.sequences import encode_segments, pad_sequences
+
+        encoded = encode_segments(self.tokenizer, [rows[f] for f in self.inputs], self.max_length)
+        scores, spans = np.zeros(len(encoded.ids)), [None] * len(encoded.ids)
+        for idx in length_batches([len(x) for x in encoded.ids], *limits):
+            inputs = pad_sequences(self.tokenizer, [encoded.ids[i] for i in idx])
+            batch = {"inputs": to_device(inputs, target), "mt_offsets": [encoded.mt_offsets[i] for i in idx]}
+            values, found = self.model.predict_spans(batch)
+            scores[idx] = values.float().cpu().numpy()
+            for i, row_spans in zip(idx, found):
+                spans[i] = row_spans
+            bar.update(len(idx))
+        return scores, spans
+
+    def segment_extras(self) -> dict:
+        """The last scoring's error spans per row (a unified model's), for ``ScoreResult.extra``."""
+        return {"spans": list(self.spans)} if getattr(self, "spans", None) is not None else {}
 
     def _chunk_sentences(
         self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None

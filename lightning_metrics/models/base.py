@@ -240,11 +240,16 @@ class MetricModel(pl.LightningModule):
         layer = self.readout.layer
         with attention_kernels():
             out = self.encoder(**inputs, output_hidden_states=self.layer_mix is not None or layer is not None)
+        return self.read_out(out, inputs["attention_mask"])
+
+    def read_out(self, out, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Pooled fp32 vectors [B, H] from an encoder's output: the layer mix (or the chosen layer), pooled."""
+        layer = self.readout.layer
         if self.layer_mix is not None:
-            tokens = self.layer_mix(out.hidden_states, inputs["attention_mask"])
+            tokens = self.layer_mix(out.hidden_states, attention_mask)
         else:
             tokens = out.last_hidden_state if layer is None else out.hidden_states[layer]
-        return pool(tokens, inputs["attention_mask"], self.readout.pooling).float()
+        return pool(tokens, attention_mask, self.readout.pooling).float()
 
     def head_output(self, features: torch.Tensor, extras: dict) -> torch.Tensor:
         """Standardised predictions [B, n_targets]: the head over ``features`` (and the standardised
@@ -350,11 +355,18 @@ class MetricModel(pl.LightningModule):
             ranking = pairwise_loss(pred[:, 0], target[:, 0], batch["group"], objective.pairwise_margin)
             self.log("train_pairwise", ranking, batch_size=len(target))
             loss = loss + objective.pairwise_weight * ranking
+        auxiliary = self.auxiliary_loss(batch)
+        if auxiliary is not None:
+            loss = loss + auxiliary
         self.log("train_loss", loss, prog_bar=True, batch_size=len(target))
         if len(self.targets) > 1:
             for name, value in zip(self.targets, losses):
                 self.log(f"train_mse/{name}", value, batch_size=len(target))
         return loss
+
+    def auxiliary_loss(self, batch: dict) -> Optional[torch.Tensor]:
+        """A family's own loss term beside the regression (the unified family's token loss); None here."""
+        return None
 
     def distance_to_start(self) -> torch.Tensor:
         """Squared L2 distance of the weights that may move to their starting values (``init_from``'s, or

@@ -1,0 +1,237 @@
+"""MQM error annotations (google/wmt-mqm-human-evaluation TSVs): one owner for the format.
+
+A file has one row per error per rater: ``system, doc, doc_id|docSegId, seg_id|globalSegId, rater,
+source, target, category, severity[, comment|metadata]``. ``<v>…</v>`` marks the error's span in the
+target (or, for a source-side error, in the source); a rater who found nothing leaves one
+``No-error`` row. :func:`read_mqm` turns the rows into one row per (segment, system):
+
+- ``src``, ``mt`` (the texts without markup and without surrounding whitespace, where raters' copies
+  of a segment may differ), ``lp`` (from the file name, ``_ende`` -> ``en-de``),
+  ``system``, ``doc_id``, ``seg_id``, ``raters`` (how many rated it);
+- ``score``: the segment's MQM score by the standard weighting (Freitag et al. 2021): minor 1, major 5,
+  critical 10, minor ``Fluency/Punctuation`` 0.1, ``Non-translation`` 25, neutral 0; summed per rater,
+  negated and averaged over the segment's raters (the repository's ``avg_seg_scores``);
+- ``spans``: the mt's error spans merged over raters, ``{start, end, severity}`` with character offsets
+  into ``mt`` (end exclusive): a character is in error if any rater marked it, at the highest
+  severity any rater gave it; ``rater_spans`` keeps each rater's spans with their category;
+- ``source_spans``: source-side errors, kept apart (offsets into ``src``).
+
+Rows the format marks as not annotations (``HOTW-test``, the attention checks of side-by-side
+files) are skipped; so are zero-length spans (an omission marked between characters): both are
+counted in :attr:`MqmTable.skipped` and logged. Bad markup is one :class:`InputError` naming the file
+and the row (1-based, after the header): an unclosed or stray ``<v>``, a target whose text differs
+from the segment's once the tags are removed, an unknown severity.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lightning_metrics.errors import InputError
+
+log = logging.getLogger(__name__)
+
+SEVERITIES = ("minor", "major", "critical")  # label i+1 of the token head; 0 is OK
+WEIGHTS = {"minor": 1.0, "major": 5.0, "critical": 10.0, "neutral": 0.0, "no-error": 0.0}
+NOT_ANNOTATIONS = ("hotw-test",)  # side-by-side files' attention checks
+REQUIRED = ("system", "doc", "rater", "source", "target", "category", "severity")
+SEGMENT_COLUMNS = ("seg_id", "globalSegId")
+OPEN, CLOSE = "<v>", "</v>"
+_MARK = re.compile(r"</?v>")
+_LP = re.compile(r"_([a-z]{2})([a-z]{2})(?:[._]|$)")
+
+
+@dataclass
+class MqmTable:
+    """The rows of one file (``columns``) and the counts of what was skipped, by reason."""
+
+    columns: dict[str, list]
+    skipped: Counter = field(default_factory=Counter)
+
+
+def is_mqm_header(header: list[str]) -> bool:
+    """Whether a TSV header is the MQM annotation format's."""
+    return all(c in header for c in ("rater", "target", "severity", "category"))
+
+
+def strip_markup(text: str, where: str, row: int) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` without ``<v>``/``</v>``, and the marked spans as ``(start, end)`` offsets into it."""
+    plain, spans, start, position = [], [], None, 0
+    for match in _MARK.finditer(text):
+        plain.append(text[position : match.start()])
+        offset = sum(map(len, plain))
+        if match.group() == OPEN:
+            if start is not None:
+                raise InputError(where, "a <v> opens inside another <v>", row=row)
+            start = offset
+        else:
+            if start is None:
+                raise InputError(where, "a </v> closes no <v>", row=row)
+            spans.append((start, offset))
+            start = None
+        position = match.end()
+    if start is not None:
+        raise InputError(where, "unclosed <v>", row=row)
+    plain.append(text[position:])
+    return "".join(plain), spans
+
+
+def error_weight(severity: str, category: str) -> float:
+    """One error's MQM weight (module docstring)."""
+    if category.lower().startswith("non-translation"):
+        return 25.0
+    if severity == "minor" and category.lower() == "fluency/punctuation":
+        return 0.1
+    return WEIGHTS[severity]
+
+
+def language_pair(path: str) -> str | None:
+    """``en-de`` from a name like ``mqm_ted_ende.tsv``; None when the name does not say."""
+    match = _LP.search(Path(path).name.lower())
+    return f"{match.group(1)}-{match.group(2)}" if match else None
+
+
+def read_mqm(path: str, text: str | None = None, on_invalid: str = "error") -> MqmTable:
+    """One row per (segment, system) of an MQM annotation TSV (see the module docstring).
+    ``on_invalid="skip"`` skips a row with bad markup or an unknown severity instead of raising; the
+    skipped rows are counted, and the first ones named, in a log warning."""
+    header, records = _records(path, _file_text(path) if text is None else text)
+    segments: dict[tuple, dict] = {}
+    skipped: Counter = Counter()
+    bad: list[str] = []
+    for row, values in records:
+        record = dict(zip(header, values))
+        severity = record["severity"].strip().lower()
+        if severity in NOT_ANNOTATIONS:
+            skipped[f"{record['severity']} rows"] += 1
+            continue
+        try:
+            if severity not in WEIGHTS:
+                known = ", ".join(s.capitalize() for s in WEIGHTS)
+                raise InputError(path, f"unknown severity {record['severity']!r} (known: {known})", row=row)
+            _add_annotation(segments, record, severity, path, row, skipped)
+        except InputError as e:
+            if on_invalid != "skip":
+                raise
+            skipped["invalid rows"] += 1
+            bad.append(f"row {row}: {e.problem}")
+    if skipped:
+        detail = "; ".join(f"{n} {why}" for why, n in skipped.most_common())
+        log.warning("%s: skipped %s%s", path, detail, f" ({'; '.join(bad[:3])})" if bad else "")
+    if not segments:
+        raise InputError(path, "no annotated segment")
+    return MqmTable(_columns(list(segments.values()), language_pair(path)), skipped)
+
+
+def _file_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(path, f"cannot read the file ({e})") from None
+
+
+def _records(path: str, text: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the ``(row, fields)`` records; quotes are text in this format."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = next(reader, [])
+    missing = [c for c in REQUIRED if c not in header]
+    if missing or not any(c in header for c in SEGMENT_COLUMNS):
+        need = [*missing] + ([] if any(c in header for c in SEGMENT_COLUMNS) else ["seg_id"])
+        raise InputError(path, f"not an MQM annotation file: no column(s) {need} in the header")
+    width = max(header.index(c) for c in REQUIRED) + 1
+    records = []
+    for row, values in enumerate(reader, start=1):
+        if not values:
+            continue
+        if len(values) < width:
+            raise InputError(path, f"has {len(values)} fields; the MQM columns need {width}", row=row)
+        records.append((row, values))
+    return header, records
+
+
+def _add_annotation(segments: dict, record: dict, severity: str, path: str, row: int, skipped: Counter) -> None:
+    """Adds one annotation row to its (segment, system) entry, checking its markup."""
+    seg = record.get("seg_id", record.get("globalSegId"))
+    key = (record["system"], seg)
+    mt, mt_spans = _trimmed(*strip_markup(record["target"], path, row))
+    src, src_spans = _trimmed(*strip_markup(record["source"], path, row))
+    entry = segments.get(key)
+    if entry is None:
+        doc = record["doc"]
+        entry = segments[key] = {"system": record["system"], "seg_id": str(seg), "doc_id": doc, "src": src, "mt": mt}
+        entry.update(weights={}, rater_spans={}, source_spans=[])
+    elif mt != entry["mt"]:
+        raise InputError(path, f"the target without its <v> tags differs from the segment's text ({key})", row=row)
+    elif src != entry["src"]:
+        raise InputError(path, f"the source without its <v> tags differs from the segment's source ({key})", row=row)
+    rater = record["rater"]
+    entry["weights"].setdefault(rater, 0.0)
+    spans = entry["rater_spans"].setdefault(rater, [])
+    if severity == "no-error":
+        return
+    entry["weights"][rater] += error_weight(severity, record["category"])
+    if severity == "neutral":
+        return
+    for start, end in mt_spans:
+        if end == start:
+            skipped["zero-length spans"] += 1
+            continue
+        spans.append({"start": start, "end": end, "severity": severity, "category": record["category"]})
+    for start, end in src_spans:
+        entry["source_spans"].append({"start": start, "end": end, "severity": severity, "rater": rater})
+
+
+def _trimmed(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` without surrounding whitespace (raters' copies differ there), the spans moved and clipped to it."""
+    shift, kept = len(text) - len(text.lstrip()), text.strip()
+    clip = lambda i: min(max(i - shift, 0), len(kept))  # noqa: E731
+    return kept, [(clip(a), clip(b)) for a, b in spans]
+
+
+def character_levels(spans, length: int) -> np.ndarray:
+    """Per character of a text of ``length``: 0 (no error) or 1 + the index of its severity in
+    :data:`SEVERITIES`; where spans overlap, the highest severity."""
+    levels = np.zeros(length, dtype=np.int8)
+    for span in spans:
+        start, end = max(0, int(span["start"])), min(length, int(span["end"]))
+        if end > start:
+            rank = SEVERITIES.index(span["severity"]) + 1
+            levels[start:end] = np.maximum(levels[start:end], rank)
+    return levels
+
+
+def merge_spans(spans_per_rater: list[list[dict]], length: int) -> list[dict]:
+    """Spans over raters merged: each character at the highest severity any rater gave it (end exclusive)."""
+    level = character_levels([s for spans in spans_per_rater for s in spans], length)
+    merged, i = [], 0
+    while i < length:
+        j = i + 1
+        while j < length and level[j] == level[i]:
+            j += 1
+        if level[i]:
+            merged.append({"start": i, "end": j, "severity": SEVERITIES[level[i] - 1]})
+        i = j
+    return merged
+
+
+def _columns(entries: list[dict], lp: str | None) -> dict[str, list]:
+    columns: dict[str, list] = {k: [] for k in ("src", "mt", "score", "system", "doc_id", "seg_id", "raters")}
+    columns.update(spans=[], rater_spans=[], source_spans=[])
+    for e in entries:
+        weights = e["weights"]
+        columns["score"].append(-sum(weights.values()) / len(weights))
+        columns["raters"].append(len(weights))
+        columns["spans"].append(merge_spans(list(e["rater_spans"].values()), len(e["mt"])))
+        for key in ("src", "mt", "system", "doc_id", "seg_id", "rater_spans", "source_spans"):
+            columns[key].append(e[key])
+    if lp is not None:
+        columns["lp"] = [lp] * len(entries)
+    return columns

@@ -1,0 +1,160 @@
+"""Error spans: the MQM annotation reader on hand-worked rows, span F1 on a hand-computed example, and
+the unified family trained on spans, exported, and scoring spans."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from lightning_metrics.data.mqm import merge_spans, read_mqm, strip_markup
+from lightning_metrics.errors import InputError
+from lightning_metrics.evaluation.spans import mark_every_word, mark_nothing, span_counts, span_scores
+
+HEADER = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseverity\n"
+
+
+def mqm_file(path, rows: list[tuple]) -> str:
+    """An MQM TSV (TED layout) from ``(system, doc, seg, rater, source, target, category, severity)`` rows."""
+    lines = [HEADER] + [f"{s}\t{d}\t1\t{g}\t{r}\t{src}\t{t}\t{c}\t{v}\n" for s, d, g, r, src, t, c, v in rows]
+    path.write_text("".join(lines), encoding="utf-8")
+    return str(path)
+
+
+WORKED = [
+    # segment 1 of sysA: rater1 a major and a minor punctuation error, rater2 a minor overlapping the major
+    ("sysA", "talk.1", 1, "rater1", "Quelle", "The <v>cat</v> sat.", "Accuracy/Mistranslation", "Major"),
+    ("sysA", "talk.1", 1, "rater1", "Quelle", "The cat sat<v>.</v>", "Fluency/Punctuation", "Minor"),
+    ("sysA", "talk.1", 1, "rater2", "Quelle", "The c<v>at sat</v>.", "Style/Awkward", "Minor"),
+    # segment 1 of sysB: no error; a source error kept apart
+    ("sysB", "talk.1", 1, "rater1", "Quelle", "A cat sat.", "No-error", "No-error"),
+    ("sysB", "talk.1", 1, "rater2", "<v>Quelle</v>", "A cat sat.", "Source error", "Minor"),
+    # segment 2 of sysA: non-translation, and an attention check that is no annotation
+    ("sysA", "talk.2", 2, "rater1", "Zweite", "<v>Zweite Zeile</v>", "Non-translation!", "Major"),
+    ("sysA", "talk.2", 2, "rater1", "Zweite", "Zweite Zeile", "Found", "HOTW-test"),
+]
+
+
+def test_reader_on_hand_worked_rows(tmp_path):
+    table = read_mqm(mqm_file(tmp_path / "mqm_ted_deen.tsv", WORKED))
+    c = table.columns
+    assert c["mt"] == ["The cat sat.", "A cat sat.", "Zweite Zeile"]
+    assert c["lp"] == ["de-en"] * 3 and c["system"] == ["sysA", "sysB", "sysA"] and c["raters"] == [2, 2, 1]
+    # rater1: 5 + 0.1, rater2: 1 -> -(5.1 + 1) / 2; sysB: rater1 0, rater2 1 (a source error still weighs) -> -0.5
+    assert c["score"] == pytest.approx([-3.05, -0.5, -25.0])
+    # merged: "c" minor (rater2 starts at 5... no: rater2 marks 5-11 "at sat"), 4-7 "cat" major, "." minor
+    assert c["spans"][0] == [
+        {"start": 4, "end": 7, "severity": "major"},
+        {"start": 7, "end": 12, "severity": "minor"},
+    ]
+    assert c["spans"][1] == [] and c["source_spans"][1] == [
+        {"start": 0, "end": 6, "severity": "minor", "rater": "rater2"}
+    ]
+    assert c["spans"][2] == [{"start": 0, "end": 12, "severity": "major"}]
+    assert c["rater_spans"][0]["rater2"] == [{"start": 5, "end": 11, "severity": "minor", "category": "Style/Awkward"}]
+    assert table.skipped == {"HOTW-test rows": 1}
+
+
+@pytest.mark.parametrize(
+    "target, severity, problem",
+    [
+        ("The <v>cat sat.", "Major", "unclosed <v>"),
+        ("The cat</v> sat.", "Major", "a </v> closes no <v>"),
+        ("The <v>c<v>a</v>t</v> sat.", "Major", "a <v> opens inside another <v>"),
+        ("The <v>dog</v> sat.", "Major", "differs from the segment's text"),
+        ("The <v>cat</v> sat.", "Catastrophic", "unknown severity 'Catastrophic'"),
+    ],
+)
+def test_bad_markup_names_file_and_row(tmp_path, target, severity, problem):
+    rows = [WORKED[0], ("sysA", "talk.1", 1, "rater2", "Quelle", target, "Accuracy/Mistranslation", severity)]
+    path = mqm_file(tmp_path / "bad.tsv", rows)
+    with pytest.raises(InputError) as e:
+        read_mqm(path)
+    assert str(e.value).startswith(f"{path}: row 2: ") and problem in str(e.value)
+
+
+def test_skipping_bad_rows_counts_and_says(tmp_path, caplog):
+    rows = [WORKED[0], ("sysA", "talk.1", 1, "rater2", "Quelle", "The <v>cat sat.", "Style/Awkward", "Minor")]
+    with caplog.at_level(logging.WARNING):
+        table = read_mqm(mqm_file(tmp_path / "bad.tsv", rows), on_invalid="skip")
+    assert table.skipped == {"invalid rows": 1} and table.columns["raters"] == [1]
+    assert "skipped 1 invalid rows (row 2: unclosed <v>)" in caplog.text
+
+
+def test_markup_offsets_and_merge():
+    assert strip_markup("a <v>bc</v> d<v>e</v>", "f", 1) == ("a bc de", [(2, 4), (6, 7)])
+    merged = merge_spans(
+        [[{"start": 0, "end": 3, "severity": "minor"}], [{"start": 2, "end": 5, "severity": "major"}]], 8
+    )
+    assert merged == [{"start": 0, "end": 2, "severity": "minor"}, {"start": 2, "end": 5, "severity": "major"}]
+
+
+def test_span_f1_hand_computed():
+    mt = ["abcdefghij", "klmnop"]
+    gold = [[{"start": 0, "end": 4, "severity": "major"}], [{"start": 2, "end": 6, "severity": "minor"}]]
+    pred = [
+        [{"start": 2, "end": 6, "severity": "major"}],  # 2 of its 4 chars hit (c, d), severity right
+        [{"start": 0, "end": 4, "severity": "major"}],  # 2 of 4 hit (m, n), severity wrong
+    ]
+    counts = span_counts(pred, gold, mt)
+    assert counts.tolist() == [[2, 2, 4, 4], [2, 0, 4, 4]]
+    scores = span_scores(counts, resamples=200)
+    ignored, matched = scores.values["severity ignored"], scores.values["severity must match"]
+    assert (ignored["precision"], ignored["recall"], ignored["f1"]) == (0.5, 0.5, 0.5)  # 4/8 and 4/8
+    assert (matched["precision"], matched["recall"], matched["f1"]) == (0.25, 0.25, 0.25)  # 2/8
+    assert ignored["f1_low"] <= 0.5 <= ignored["f1_high"]
+    nothing = span_scores(span_counts(mark_nothing(mt), gold, mt), resamples=10).values["severity ignored"]
+    assert nothing["f1"] == 0.0
+    words = span_counts(mark_every_word(["ab cd"]), [[{"start": 3, "end": 5, "severity": "minor"}]], ["ab cd"])
+    assert words.tolist() == [[2, 2, 4, 2]]  # 4 marked characters (the space is not), both of "cd" hit
+
+
+def test_unified_model_learns_spans_and_exports(tmp_path, tiny_encoder):
+    """Overfit a tiny unified model on spans; its export scores offline and finds the spans."""
+    import pytorch_lightning as pl
+
+    from lightning_metrics.data.modules import RatingsDataModule
+    from lightning_metrics.metrics import load_metric
+    from lightning_metrics.models import UnifiedMetric
+    from lightning_metrics.training.export import export_checkpoint
+
+    rows = []
+    words = ["cat", "dog", "mat", "train", "window", "museum"]
+    for i, w in enumerate(words):  # the word "bad" is always a major error, "odd" a minor one
+        rows.append((f"s{i}", f"talk.{i}", i, "r1", f"the {w}", f"the <v>bad</v> {w} is here", "Accuracy", "Major"))
+        rows.append((f"t{i}", f"talk.{i}", i, "r1", f"the {w}", f"the {w} <v>odd</v> now", "Style", "Minor"))
+        rows.append((f"u{i}", f"talk.{i}", i, "r1", f"the {w}", f"the {w} is here", "No-error", "No-error"))
+    data = mqm_file(tmp_path / "mqm_ted_ende.tsv", rows)
+    pl.seed_everything(0)
+    model = UnifiedMetric(
+        encoder=str(tiny_encoder),
+        segments=["mt", "src"],
+        readout={"pooling": "cls"},
+        word_weight=1.0,
+        optim={"lr_encoder": 3e-3, "lr_head": 3e-3, "warmup_ratio": 0.0},
+    )
+    dm = RatingsDataModule(
+        train=data, val=data, encoder=str(tiny_encoder), batches={"batch_size": 18}, layout=model.batch_layout
+    )
+    trainer = pl.Trainer(
+        max_steps=120,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+    )
+    trainer.fit(model, dm)
+    trainer.save_checkpoint(tmp_path / "u.ckpt")
+    folder = export_checkpoint(tmp_path / "u.ckpt", tmp_path / "unified")
+    metric = load_metric(str(folder))
+    assert metric.inputs == ("mt", "src")
+    result = metric.score(
+        mt=["the bad cat is here", "the dog odd now", "the mat is here"], src=["the cat", "the dog", "the mat"]
+    )
+    spans = result.extra["spans"]
+    assert [(s["start"], s["end"], s["severity"]) for s in spans[0]] == [(4, 7, "major")]
+    assert [(s["start"], s["end"], s["severity"]) for s in spans[1]] == [(8, 11, "minor")]
+    assert spans[2] == [] and all(0.25 < s["confidence"] <= 1 for s in spans[0] + spans[1])
+    assert result.scores[2] > result.scores[1] > result.scores[0]  # MQM -0, -1, -5
