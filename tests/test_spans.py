@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import pytest
 
 from lightning_metrics.data.mqm import merge_spans, read_mqm, strip_markup
@@ -43,7 +42,7 @@ def test_reader_on_hand_worked_rows(tmp_path):
     assert c["lp"] == ["de-en"] * 3 and c["system"] == ["sysA", "sysB", "sysA"] and c["raters"] == [2, 2, 1]
     # rater1: 5 + 0.1, rater2: 1 -> -(5.1 + 1) / 2; sysB: rater1 0, rater2 1 (a source error still weighs) -> -0.5
     assert c["score"] == pytest.approx([-3.05, -0.5, -25.0])
-    # merged: "c" minor (rater2 starts at 5... no: rater2 marks 5-11 "at sat"), 4-7 "cat" major, "." minor
+    # merged: rater1's "cat" (4-7) major wins over rater2's "at sat" (5-11) minor; then 7-11 and "." minor
     assert c["spans"][0] == [
         {"start": 4, "end": 7, "severity": "major"},
         {"start": 7, "end": 12, "severity": "minor"},
@@ -52,7 +51,13 @@ def test_reader_on_hand_worked_rows(tmp_path):
         {"start": 0, "end": 6, "severity": "minor", "rater": "rater2"}
     ]
     assert c["spans"][2] == [{"start": 0, "end": 12, "severity": "major"}]
-    assert c["rater_spans"][0]["rater2"] == [{"start": 5, "end": 11, "severity": "minor", "category": "Style/Awkward"}]
+    assert c["rater_spans"][0][2] == {
+        "rater": "rater2",
+        "start": 5,
+        "end": 11,
+        "severity": "minor",
+        "category": "Style/Awkward",
+    }
     assert table.skipped == {"HOTW-test rows": 1}
 
 

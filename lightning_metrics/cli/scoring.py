@@ -52,6 +52,15 @@ def _score_parser() -> ArgumentParser:
         help="score a learned metric on N devices with Lightning DDP (ddp_spawn); order is kept",
     )
     p.add_argument("--json", type=Optional[str], default=None, help="write segment and system scores to this JSON file")
+    p.add_argument(
+        "--spans", action="store_true", help="a unified model: print each segment with its error spans marked"
+    )
+    p.add_argument(
+        "--html",
+        type=Optional[str],
+        default=None,
+        help="a unified model: write a page with every segment's error spans highlighted to this file",
+    )
     p.add_argument("--quiet", type=bool, default=False, help="print system scores only")
     p.add_argument("--only-system", type=bool, default=False, help="print system scores only (COMET's flag)")
     _add_learned_metric_flags(p)
@@ -122,8 +131,11 @@ def run_score(cfg) -> int:
 
     scoring = _scoring(cfg)
     metric = load_metric(cfg.model, max_length=cfg.max_length, precision=cfg.precision)
-    results = score_systems(metric, *_systems_input(cfg, metric), **scoring)
+    mt, ref, src = _systems_input(cfg, metric)
+    results = score_systems(metric, mt, ref, src, **scoring)
     print(format_scores(results, quiet=cfg.quiet, only_system=cfg.only_system))
+    if cfg.spans or cfg.html:
+        _show_spans(cfg, results, mt, src)
     if cfg.json:
         _write_json(
             cfg.json,
@@ -133,13 +145,27 @@ def run_score(cfg) -> int:
                     k: {
                         "system_score": r.system_score,
                         "scores": r.scores,
-                        **({"std": r.extra["std"]} if "std" in r.extra else {}),
+                        **{k: r.extra[k] for k in ("std", "spans") if k in r.extra},
                     }
                     for k, r in results.items()
                 },
             },
         )
     return 0
+
+
+def _show_spans(cfg, results: dict, mt: dict, src) -> None:
+    """``--spans`` (printed) and ``--html`` (a page): a unified model's error spans."""
+    from lightning_metrics.evaluation.span_report import format_spans, html_report
+
+    if any("spans" not in r.extra for r in results.values()):
+        raise LightningMetricsError(f"{cfg.model} finds no error spans: --spans and --html need a unified model")
+    if cfg.spans:
+        print(format_spans(results, mt))
+    if cfg.html:
+        sources = {n: src.get(n) if isinstance(src, dict) else src for n in mt} if src is not None else None
+        write_text(cfg.html, html_report(results, mt, sources, title=f"Error spans: {cfg.model}"))
+        print(f"wrote {cfg.html}")
 
 
 def _compare_parser() -> ArgumentParser:

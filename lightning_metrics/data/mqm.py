@@ -13,7 +13,8 @@ target (or, for a source-side error, in the source); a rater who found nothing l
   negated and averaged over the segment's raters (the repository's ``avg_seg_scores``);
 - ``spans``: the mt's error spans merged over raters, ``{start, end, severity}`` with character offsets
   into ``mt`` (end exclusive): a character is in error if any rater marked it, at the highest
-  severity any rater gave it; ``rater_spans`` keeps each rater's spans with their category;
+  severity any rater gave it; ``rater_spans`` keeps every rater's spans (``rater``, ``start``, ``end``,
+  ``severity``, ``category``);
 - ``source_spans``: source-side errors, kept apart (offsets into ``src``).
 
 Rows the format marks as not annotations (``HOTW-test``, the attention checks of side-by-side
@@ -230,7 +231,8 @@ def _columns(entries: list[dict], lp: str | None) -> dict[str, list]:
         columns["score"].append(-sum(weights.values()) / len(weights))
         columns["raters"].append(len(weights))
         columns["spans"].append(merge_spans(list(e["rater_spans"].values()), len(e["mt"])))
-        for key in ("src", "mt", "system", "doc_id", "seg_id", "rater_spans", "source_spans"):
+        columns["rater_spans"].append([{"rater": r, **span} for r, spans in e["rater_spans"].items() for span in spans])
+        for key in ("src", "mt", "system", "doc_id", "seg_id", "source_spans"):
             columns[key].append(e[key])
     if lp is not None:
         columns["lp"] = [lp] * len(entries)

@@ -29,6 +29,7 @@ class Evaluation:
     darr: dict[str, dict[str, tuple[float, int]]] = field(
         default_factory=dict
     )  # metric -> group -> (DARR Kendall, pairs)
+    spans: dict = field(default_factory=dict)  # metric or baseline -> group -> SpanScores (data with spans)
 
     def average(self, metric: str) -> dict[str, float]:
         groups = self.results[metric].values()
@@ -59,6 +60,11 @@ class Evaluation:
                     }
                 }
                 if self.darr
+                else {}
+            ),
+            **(
+                {"spans": {m: {g: v.values for g, v in by.items()} for m, by in self.spans.items()}}
+                if self.spans
                 else {}
             ),
         }
@@ -102,8 +108,12 @@ def evaluate(
     ref = list(data["ref"]) if "ref" in columns else None
     src = list(data["src"]) if "src" in columns else None
 
+    found: dict[str, list] = {}
+
     def score_all(specs, m, r, s):
-        return score_many(specs, m, r, s, options, num_proc=num_proc, max_length=max_length, precision=precision)
+        return score_many(
+            specs, m, r, s, options, num_proc=num_proc, max_length=max_length, precision=precision, spans=found
+        )
 
     scorer = scorer or score_all
     scores = scorer(list(metrics), mt, ref, src)
@@ -117,7 +127,26 @@ def evaluate(
     if darr:
         ev.darr = darr_by_group(scores, data, groups, darr_threshold)
         settings["darr_threshold"] = darr_threshold
+    if "spans" in columns:
+        ev.spans = spans_by_group(found, list(data["spans"]), mt, groups, bootstrap, seed)
     return ev
+
+
+def spans_by_group(found: dict, annotated: list, mt: list[str], groups, bootstrap: int, seed: int) -> dict:
+    """Character-level span scores (:mod:`~lightning_metrics.evaluation.spans`) of each metric that found
+    spans and of the baselines (mark nothing, every word minor), per group (``all`` without grouping)."""
+    from lightning_metrics.evaluation.spans import mark_every_word, mark_nothing, span_counts, span_scores
+
+    predicted = {"(mark nothing)": mark_nothing(mt), "(every word minor)": mark_every_word(mt), **found}
+    keys = list(groups) if groups else ["all"] * len(mt)
+    out = {}
+    for name, spans in predicted.items():
+        counts = span_counts(spans, annotated, mt)
+        out[name] = {
+            g: span_scores(counts[[i for i, k in enumerate(keys) if k == g]], max(bootstrap, 1), seed)
+            for g in sorted(set(keys))
+        }
+    return out
 
 
 def darr_by_group(scores: dict[str, list[float]], data, groups: list[str] | None, threshold: float) -> dict:
@@ -191,8 +220,27 @@ def format_table(ev: Evaluation) -> str:
         lines += [
             f"  {m}  " + "  ".join(f"{g}: {t:.4f} ({n} pairs)" for g, (t, n) in by.items()) for m, by in ev.darr.items()
         ]
+    if ev.spans:
+        lines += ["", span_table(ev)]
     if ev.settings.get("bootstrap"):
         lines.append(
             f"[brackets]: 95% bootstrap CI, {ev.settings['bootstrap']} segment resamples, seed {ev.settings['seed']}"
         )
     return "\n".join(lines)
+
+
+def span_table(ev: Evaluation) -> str:
+    """Error-span detection per metric and group: character-level F1 [95% CI], precision and recall, with
+    severity ignored and with severity matching."""
+    header = ["spans", ev.group_by or "group", "F1", "P", "R", "F1 (severity)", "P", "R"]
+    rows = []
+    for name, by_group in ev.spans.items():
+        for g, scores in by_group.items():
+            cells = []
+            for variant in scores.values.values():
+                cells += [_cell(variant["f1"], (variant["f1_low"], variant["f1_high"]))]
+                cells += [f"{variant['precision']:.4f}", f"{variant['recall']:.4f}"]
+            rows.append([name, g, *cells])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, rows)])

@@ -80,8 +80,10 @@ def score_many(
     num_proc: int = 1,
     max_length: int | None = None,
     precision: str | None = None,
+    spans: dict | None = None,
 ) -> dict[str, list[float]]:
     """Segment scores per metric, keyed by each spec's label (the spec as given, or its ``LABEL=``).
+    A ``spans`` dict receives, under the same labels, the error spans of the metrics that find them.
 
     Built-ins of one family with equal settings (BERTScore P/R/F) are computed once; ``num_proc``
     processes share the lexical metrics; ``max_length`` goes to exported metrics, and ``precision``
@@ -96,5 +98,8 @@ def score_many(
     for spec in specs:
         if not spec.is_builtin:
             metric = load_metric(spec, max_length=max_length, precision=precision)
-            out[spec.label] = metric.score(mt=mt, ref=ref, src=src, options=options).scores
+            result = metric.score(mt=mt, ref=ref, src=src, options=options)
+            out[spec.label] = result.scores
+            if spans is not None and "spans" in result.extra:
+                spans[spec.label] = result.extra["spans"]
     return {s.label: out[s.label] for s in specs}

@@ -1,0 +1,147 @@
+"""The README's error-span walk as a user types it, on a tiny model: ``fit --config
+configs/recipes/error-spans.yaml`` on MQM annotations -> ``export`` -> ``score --spans --json --html`` ->
+``evaluate``; and the HTML page rendered by a real headless Chromium, its highlights found in the pixels."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import REPO
+from test_spans import mqm_file
+from test_workflow import lm, ok
+
+from lightning_metrics.evaluation.span_report import COLOURS, html_report
+from lightning_metrics.metrics.base import ScoreResult
+
+WORDS = ["cat", "dog", "mat", "train", "window", "museum", "library", "weather"]
+
+
+def annotation_rows() -> list[tuple]:
+    """Four talks of three systems' outputs: one with a major error, one with a minor error, one clean."""
+    rows = []
+    for i, w in enumerate(WORDS):
+        talk, src = f"talk.{i % 4}", f"the {w} is here"
+        rows.append(("sysA", talk, i, "r1", src, f"the <v>bad</v> {w} is here", "Accuracy/Mistranslation", "Major"))
+        rows.append(("sysB", talk, i, "r1", src, f"the {w} <v>odd</v> now", "Style/Awkward", "Minor"))
+        rows.append(("sysC", talk, i, "r1", src, f"the {w} is here", "No-error", "No-error"))
+    return rows
+
+
+def test_fit_export_score_spans_evaluate(tmp_path, tiny_encoder):
+    mqm_file(tmp_path / "mqm_ted_ende.tsv", annotation_rows())
+    (tmp_path / "mt.txt").write_text("the bad cat is here\nthe dog odd now\n", encoding="utf-8")
+    (tmp_path / "src.txt").write_text("the cat is here\nthe dog is here\n", encoding="utf-8")
+    fitted = lm(
+        tmp_path,
+        "fit",
+        "--config",
+        REPO / "configs/recipes/error-spans.yaml",
+        "--model.init_args.encoder",
+        tiny_encoder,
+        "--data.init_args.train",
+        '[{"path": "mqm_ted_ende.tsv", "name": "ted"}]',
+        "--data.init_args.split.fraction",
+        "0.25",
+        "--data.init_args.batches.batch_size",
+        "6",
+        "--trainer.max_steps",
+        "4",
+        "--trainer.val_check_interval",
+        "2",
+        "--trainer.accelerator",
+        "cpu",
+    )
+    assert "exported" in ok(fitted)
+    assert "-> checkpoints/spans" in ok(
+        lm(
+            tmp_path,
+            "export",
+            "runs/error-spans/lightning_logs/version_0/checkpoints/last.ckpt",
+            "--out",
+            "checkpoints/spans",
+        )
+    )
+    printed = ok(
+        lm(
+            tmp_path,
+            "score",
+            "--model",
+            "checkpoints/spans",
+            "-t",
+            "mt.txt",
+            "-s",
+            "src.txt",
+            "--spans",
+            "--json",
+            "scores.json",
+            "--html",
+            "report.html",
+        )
+    )
+    scored = json.loads((tmp_path / "scores.json").read_text())["systems"]["mt.txt"]
+    assert len(scored["scores"]) == 2 and len(scored["spans"]) == 2
+    shown = re.findall(r"^\s+(\d)\s+(-?\d+\.\d{4})\s+(.*)$", printed, re.M)  # number, score, marked text
+    assert "== mt.txt" in printed and [n for n, _, _ in shown] == ["1", "2"]
+    for (_, score, marked), value, text, spans in zip(
+        shown, scored["scores"], ["the bad cat is here", "the dog odd now"], scored["spans"]
+    ):
+        assert score == f"{value:.4f}" and re.sub(r"\[([^\]]*)\]\{[^}]*\}", r"\1", marked) == text
+        assert re.findall(r"\[([^\]]*)\]\{(\w+)", marked) == [
+            (text[x["start"] : x["end"]], x["severity"]) for x in spans
+        ]
+    page = (tmp_path / "report.html").read_text()
+    assert "the dog" in page and 'class="legend"' in page and "wrote report.html" in printed
+
+    table = ok(
+        lm(tmp_path, "evaluate", "--data", "mqm_ted_ende.tsv", "--metrics", "checkpoints/spans", "--bootstrap", "20")
+    )
+    assert re.search(r"^checkpoints/spans\s+all\s+-?[01]\.\d{4}", table, re.M)  # segment Kendall with the MQM score
+    assert re.search(r"^\(mark nothing\)\s+all\s+0\.0000", table, re.M)
+    # every word minor: its recall is 1 (all annotated words marked), both variants' rows present
+    assert re.search(r"^\(every word minor\)\s+all\s+0\.\d{4} \[.*\]\s+0\.\d{4}\s+1\.0000", table, re.M)
+    assert re.search(r"^checkpoints/spans\s+all\s+[01]\.\d{4} \[", table.split("\nspans ")[1], re.M)
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="Debian's chromium is not installed (make setup installs it)"
+)
+def test_html_report_renders_highlights_in_chromium(tmp_path):
+    from PIL import Image
+
+    mt = {"system-1": ["The bad cat is here.", "A dog ran fast."], "system-2": ["The critical error here."]}
+    spans = {
+        "system-1": [
+            [{"start": 4, "end": 7, "severity": "major", "confidence": 0.9}],
+            [{"start": 6, "end": 9, "severity": "minor", "confidence": 0.6}],
+        ],
+        "system-2": [[{"start": 4, "end": 18, "severity": "critical", "confidence": 0.8}]],
+    }
+    results = {n: ScoreResult([-5.0, -1.0][: len(mt[n])], -3.0, "sig", {"spans": spans[n]}) for n in mt}
+    page = tmp_path / "report.html"
+    page.write_text(html_report(results, mt, title="Error spans"), encoding="utf-8")
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=900,700",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    pixels = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3).astype(int)
+    for severity, colour in COLOURS.items():
+        rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+        # the legend and at least one span in the text: a few hundred pixels of the severity's colour
+        assert (np.abs(pixels - rgb).sum(axis=1) <= 6).sum() > 300, severity
