@@ -6,11 +6,12 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 WORDNET := /usr/share/wordnet/index.sense
+CHROMIUM := /usr/bin/chromium
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=offline
 
 .PHONY: setup test quickstart peer-venv clean
 
-setup: $(STAMP) $(WORDNET)
+setup: $(STAMP) $(WORDNET) $(CHROMIUM)
 
 # torch first: the pinned CPU wheel, so nothing later pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
@@ -26,6 +27,14 @@ $(WORDNET):
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null; \
 	else \
 		echo "WordNet missing: run 'sudo apt-get install wordnet-base wordnet-sense-index' (or python -m nltk.downloader wordnet)"; \
+	fi
+
+# Chromium for the test that renders `score --html` headless and looks at the screenshot (Debian's package).
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "Chromium missing: run 'sudo apt-get install chromium' (the HTML report test is skipped without it)"; \
 	fi
 
 # the formatter and linter first (ruff, configured in pyproject.toml): seconds, before minutes of tests.

@@ -250,6 +250,14 @@ class BERTScorer:
             p, r, f = (p - b["P"]) / (1 - b["P"]), (r - b["R"]) / (1 - b["R"]), (f - b["F"]) / (1 - b["F"])
         return BERTScoreResult(precision=p, recall=r, f1=f)
 
+    def token_embeddings(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[torch.Tensor]]:
+        """Each sentence's token ids (as :meth:`tokenize` makes them) and unit-normalised layer-L vectors
+        ``[tokens, H]`` (special tokens included), on the CPU."""
+        ids = self.tokenize(list(sentences))
+        tokens, offsets = self._embed(ids)
+        tokens = tokens.cpu()
+        return ids, [tokens[o : o + len(x)] for o, x in zip(offsets.tolist(), ids)]
+
     def _score_chunk(self, cands: list[str], refs: list[str], idf, tick=None) -> tuple[np.ndarray, ...]:
         unique = list(dict.fromkeys(cands + refs))
         index = {s: i for i, s in enumerate(unique)}

@@ -9,7 +9,8 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from lightning_metrics.data.mqm import character_levels
-from lightning_metrics.encoders.sequences import encode_pairs, encode_segments, pad_sequences, unique_sentence_groups
+from lightning_metrics.encoders.segments import encode_segments
+from lightning_metrics.encoders.sequences import encode_pairs, pad_sequences, unique_sentence_groups
 
 
 class RowsDataset(Dataset):
@@ -191,10 +192,11 @@ class SegmentsCollate:
 
     def __call__(self, rows: list[dict]) -> dict:
         encoded = encode_segments(self.tokenizer, [[r[f] for r in rows] for f in self.fields], self.max_length)
-        inputs = pad_sequences(self.tokenizer, encoded.ids)
+        inputs = pad_sequences(self.tokenizer, encoded.ids, encoded.types)
         out = {
             "inputs": inputs,
             "mt_offsets": encoded.mt_offsets,
+            "raw_offsets": encoded.raw_offsets,
             **_common(rows, self.targets, self.lp_ids, self.system_ids),
         }
         if "spans" in rows[0]:

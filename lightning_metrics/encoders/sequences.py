@@ -78,66 +78,6 @@ def _kept_positions(sequence_ids: list, max_length: int) -> list[int] | None:
     return keep
 
 
-@dataclass
-class SegmentInputs:
-    """Rows as ``[CLS] mt [SEP] second [SEP] (third [SEP])``: token ids per row, and for the mt's tokens
-    (which start at position 1) their character offsets into the mt, leading whitespace left out."""
-
-    ids: list[list[int]]
-    mt_offsets: list[list[tuple[int, int]]]
-    truncated: int  # rows that were cut to max_length
-
-
-def encode_segments(tokenizer, segments: Sequence[Sequence[str]], max_length: int) -> SegmentInputs:
-    """The mt (``segments[0]``) and the other segments of each row in one sequence (the unified family's
-    input). A row longer than ``max_length`` loses one token at a time from the end of its longest
-    segment (the first on a tie). Needs a fast tokenizer (character offsets)."""
-    if not getattr(tokenizer, "is_fast", False):
-        raise LightningMetricsError("the unified family needs a fast tokenizer: it maps mt tokens to characters")
-    mt = tokenizer(list(segments[0]), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    others = [tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] for texts in segments[1:]]
-    cls, sep = _special_ids(tokenizer)
-    ids, offsets, truncated = [], [], 0
-    budget = max_length - len(segments) - 1
-    for i, mt_ids in enumerate(mt["input_ids"]):
-        parts = [list(mt_ids), *[list(o[i]) for o in others]]
-        sizes = _cut_to(budget, [len(p) for p in parts])
-        truncated += sizes != [len(p) for p in parts]
-        row = [cls]
-        for part, size in zip(parts, sizes):
-            row += part[:size] + [sep]
-        ids.append(row)
-        text = segments[0][i]
-        offsets.append([_without_spaces(text, a, b) for a, b in mt["offset_mapping"][i][: sizes[0]]])
-    return SegmentInputs(ids, offsets, truncated)
-
-
-def _without_spaces(text: str, start: int, end: int) -> tuple[int, int]:
-    """A token's character range without the whitespace some tokenizers count in it (``▁word``)."""
-    while start < end and text[start].isspace():
-        start += 1
-    return start, end
-
-
-def _special_ids(tokenizer) -> tuple[int, int]:
-    cls = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
-    sep = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
-    if cls is None or sep is None:
-        raise LightningMetricsError("the tokenizer has no CLS/SEP (or BOS/EOS) tokens to join segments with")
-    return int(cls), int(sep)
-
-
-def _cut_to(budget: int, sizes: list[int]) -> list[int]:
-    """Segment lengths within ``budget`` tokens: the longest loses one token at a time."""
-    sizes = list(sizes)
-    excess = sum(sizes) - max(budget, 0)
-    while excess > 0:
-        longest = max(range(len(sizes)), key=lambda k: (sizes[k], -k))
-        sizes[longest] -= 1
-        excess -= 1
-    return sizes
-
-
 def unique_sentence_groups(
     tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int, group_tokens: int | None = None
 ) -> tuple[list[dict], dict]:

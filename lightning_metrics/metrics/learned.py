@@ -128,7 +128,7 @@ class LearnedMetric(Metric):
         """Rows with a sequence longer than ``max_length`` tokens: a sentence of any field (sentence
         models), or the ``ref``/``mt`` pair (cross-encoders)."""
         if self.model.input_format == "segments":
-            from lightning_metrics.encoders.sequences import encode_segments
+            from lightning_metrics.encoders.segments import encode_segments
 
             return encode_segments(self.tokenizer, [columns[f] for f in self.inputs], self.max_length).truncated
         if self.model.input_format != "sentences":
@@ -222,14 +222,22 @@ class LearnedMetric(Metric):
         return out
 
     def _chunk_segments(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar):
-        """Scores and error spans of a unified model's rows (one sequence each, in length-sorted batches)."""
-        from lightning_metrics.encoders.sequences import encode_segments, pad_sequences
+        """Scores and error spans of a unified model's rows: each of its views one sequence per row, the
+        rows in batches sorted by the longest view."""
+        from lightning_metrics.encoders.segments import encode_segments
+        from lightning_metrics.encoders.sequences import pad_sequences
 
-        encoded = encode_segments(self.tokenizer, [rows[f] for f in self.inputs], self.max_length)
-        scores, spans = np.zeros(len(encoded.ids)), [None] * len(encoded.ids)
-        for idx in length_batches([len(x) for x in encoded.ids], *limits):
-            inputs = pad_sequences(self.tokenizer, [encoded.ids[i] for i in idx])
-            batch = {"inputs": to_device(inputs, target), "mt_offsets": [encoded.mt_offsets[i] for i in idx]}
+        views = [encode_segments(self.tokenizer, [rows[f] for f in view], self.max_length) for view in self.model.views]
+        n = len(rows["mt"])
+        scores, spans = np.zeros(n), [None] * n
+        lengths = [max(len(v.ids[i]) for v in views) for i in range(n)]
+        for idx in length_batches(lengths, *limits):
+            padded = [pad_sequences(self.tokenizer, [v.ids[i] for i in idx], [v.types[i] for i in idx]) for v in views]
+            batch = {
+                "views": [to_device(inputs, target) for inputs in padded],
+                "mt_offsets": [views[0].mt_offsets[i] for i in idx],
+                "raw_offsets": [views[0].raw_offsets[i] for i in idx],
+            }
             values, found = self.model.predict_spans(batch)
             scores[idx] = values.float().cpu().numpy()
             for i, row_spans in zip(idx, found):

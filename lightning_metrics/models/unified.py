@@ -1,18 +1,23 @@
 """`UnifiedMetric`: one encoder over the mt joined with its source and/or reference (UniTE, CometKiwi
 and XCOMET style), a sentence score and the mt's error spans.
 
-- input: ``[CLS] mt [SEP] src [SEP]`` (``segments: [mt, src]``, reference-free), ``[mt, ref]`` or
-  ``[mt, src, ref]`` (:func:`~lightning_metrics.encoders.sequences.encode_segments`);
-- the sentence head reads the layer mix, pooled (``readout``), like every family;
-- the token head tags each mt token OK / minor / major / critical from hidden layer ``word_layer``
-  (the last by default), trained with cross-entropy on the tokens of MQM spans
-  (:class:`~lightning_metrics.data.batching.SegmentsCollate`), weighted ``word_weight`` beside the
-  regression loss, with optional ``word_class_weights`` (the tags are mostly OK);
-- at inference, consecutive mt tokens with the same error tag become one span: character offsets
-  into the mt, the severity, and the mean probability of that tag as its confidence;
-- ``span_score_weight`` w > 0 gives XCOMET's final score: ``(1 - w) * regression + w * mqm``, where
-  ``mqm`` is minus the MQM weight of the predicted spans (minor 1, major 5, critical 10), the scale of
-  the MQM scores :mod:`~lightning_metrics.data.mqm` reads. Use it only with targets on that scale.
+- input: ``segments`` ``[mt, src]`` (reference-free), ``[mt, ref]`` or ``[mt, src, ref]``, joined in one
+  sequence (:func:`~lightning_metrics.encoders.segments.encode_segments`);
+- the sentence head reads the layer mix, pooled (``readout``; COMET's unified models take the first token);
+- the token head tags each mt token OK or one of ``error_labels`` (minor, major, critical) from hidden
+  layer ``word_layer`` (the last by default), trained with cross-entropy on the tokens of MQM spans
+  (:class:`~lightning_metrics.data.batching.SegmentsCollate`), weighted ``word_weight`` beside the sentence
+  loss, with optional ``word_class_weights``; ``error_labels: []`` has no token head (and finds no spans);
+- scoring reads each of ``views`` (default: all ``segments`` in one sequence): the score is the
+  ``view_weights`` sum of the views' scores, the tag probabilities the ``span_weights`` sum of theirs (COMET
+  reads a three-segment model as mt+src, mt+ref and mt+src+ref, weighted 1/6, 1/3, 1/2 for spans);
+  training reads all ``segments`` in one sequence;
+- spans (``decoding``): ``runs`` makes each run of mt tokens with one error tag a span (character offsets
+  into the mt without leading whitespace, the severity, the tag's mean probability as confidence);
+  ``comet`` decodes as unbabel-comet does, for imported models (:func:`decode_comet`);
+- ``xcomet_mqm_weight`` w > 0 gives XCOMET's final score: each view's score capped at 1, weighted, plus
+  w times ``(25 - min(25, penalty)) / 25`` with the spans' penalty (minor 1, major 5, critical 10), for
+  models scored on XCOMET's 0-1 scale.
 """
 
 from __future__ import annotations
@@ -23,13 +28,26 @@ import torch
 from torch import nn
 
 from lightning_metrics.data.batching import IGNORED_TOKEN
-from lightning_metrics.data.mqm import SEVERITIES, WEIGHTS
+from lightning_metrics.data.mqm import SEVERITIES
 from lightning_metrics.encoders.inference import attention_kernels
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.base import MetricModel
 
-TAGS = ("ok", *SEVERITIES)
 SEGMENT_FIELDS = ("src", "ref")
+DECODINGS = ("runs", "comet")
+PENALTY = {"minor": 1.0, "major": 5.0, "critical": 10.0}
+
+
+def check_segments(segments: Sequence[str], name: str = "model.segments") -> tuple[str, ...]:
+    """``segments`` as a tuple: mt first, then src and/or ref, each once."""
+    segments = tuple(segments)
+    if segments[:1] != ("mt",) or not set(segments[1:]) <= set(SEGMENT_FIELDS) or len(set(segments)) < len(segments):
+        raise LightningMetricsError(
+            f"{name} must be mt followed by src and/or ref (mt, src | mt, ref | mt, src, ref), got {list(segments)}"
+        )
+    if len(segments) < 2:
+        raise LightningMetricsError(f"{name} joins the mt with src and/or ref, got {list(segments)}")
+    return segments
 
 
 class UnifiedMetric(MetricModel):
@@ -40,50 +58,59 @@ class UnifiedMetric(MetricModel):
     def __init__(
         self,
         segments: Sequence[str] = ("mt", "src"),
+        views: Optional[Sequence[Sequence[str]]] = None,
+        view_weights: Optional[Sequence[float]] = None,
+        span_weights: Optional[Sequence[float]] = None,
+        error_labels: Sequence[str] = SEVERITIES,
         word_layer: Optional[int] = None,
         word_weight: float = 1.0,
         word_class_weights: Optional[Sequence[float]] = None,
-        span_score_weight: float = 0.0,
+        decoding: str = "runs",
+        xcomet_mqm_weight: float = 0.0,
         **kwargs,
     ):
-        segments = tuple(segments)
-        if (
-            segments[:1] != ("mt",)
-            or not set(segments[1:]) <= set(SEGMENT_FIELDS)
-            or len(set(segments)) < len(segments)
-        ):
+        self.inputs = self.train_fields = check_segments(segments)
+        self.views = [check_segments(v, "model.views") for v in (views or [self.inputs])]
+        if any(not set(v) <= set(self.inputs) for v in self.views):
+            raise LightningMetricsError(f"model.views {self.views} read segments beyond model.segments {self.inputs}")
+        equal = [1.0 / len(self.views)] * len(self.views)
+        self.view_weights, self.span_weights = list(view_weights or equal), list(span_weights or equal)
+        if len(self.view_weights) != len(self.views) or len(self.span_weights) != len(self.views):
+            raise LightningMetricsError("model.view_weights and model.span_weights need one weight per view")
+        self.error_labels = list(error_labels)
+        if not set(self.error_labels) <= set(SEVERITIES):
+            raise LightningMetricsError(f"model.error_labels must be among {SEVERITIES}, got {self.error_labels}")
+        if word_class_weights is not None and len(word_class_weights) != 1 + len(self.error_labels):
             raise LightningMetricsError(
-                f"model.segments must be mt followed by src and/or ref (mt, src | mt, ref | mt, src, ref), got "
-                f"{list(segments)}"
+                f"model.word_class_weights needs {1 + len(self.error_labels)} values (OK first)"
             )
-        if word_class_weights is not None and len(word_class_weights) != len(TAGS):
-            raise LightningMetricsError(f"model.word_class_weights needs {len(TAGS)} values {TAGS}")
-        if not 0.0 <= span_score_weight <= 1.0:
-            raise LightningMetricsError(f"model.span_score_weight must be in [0, 1], got {span_score_weight}")
-        self.inputs = self.train_fields = segments
+        if decoding not in DECODINGS:
+            raise LightningMetricsError(f"model.decoding must be one of {DECODINGS}, got {decoding!r}")
         super().__init__(**kwargs)
         self.word_layer = self.n_layers if word_layer is None else int(word_layer)
         if not 0 <= self.word_layer <= self.n_layers:
             raise LightningMetricsError(f"model.word_layer {word_layer} is outside 0..{self.n_layers}")
-        self.word_weight, self.span_score_weight = float(word_weight), float(span_score_weight)
-        weights = torch.tensor(word_class_weights or [1.0] * len(TAGS), dtype=torch.float32)
+        self.word_weight, self.decoding, self.xcomet_mqm_weight = float(word_weight), decoding, float(xcomet_mqm_weight)
+        weights = torch.tensor(word_class_weights or [1.0] * (1 + len(self.error_labels)), dtype=torch.float32)
         self.register_buffer("word_class_weights", weights, persistent=False)
         self.head = self.make_head(self.hidden_size)
-        self.token_head = nn.Linear(self.hidden_size, len(TAGS))
+        self.token_head = nn.Linear(self.hidden_size, 1 + len(self.error_labels)) if self.error_labels else None
         self.init_head()
 
     def forward(self, batch: dict) -> torch.Tensor:
-        """Standardised sentence predictions [B, n_targets]; the token logits [B, T, 4] of the batch are
-        left in ``self.token_logits`` for the loss and the spans."""
+        """Standardised sentence predictions [B, n_targets] of ``batch["inputs"]``; the token logits
+        [B, T, 1 + labels] are left in ``self.token_logits`` for the loss and the spans."""
         inputs = batch["inputs"]
         with attention_kernels():
             out = self.encoder(**inputs, output_hidden_states=True)
-        self.token_logits = self.token_head(out.hidden_states[self.word_layer].float())
+        if self.token_head is not None:
+            self.token_logits = self.token_head(out.hidden_states[self.word_layer].float())
         return self.head_output(self.read_out(out, inputs["attention_mask"]), batch)
 
     def auxiliary_loss(self, batch: dict) -> Optional[torch.Tensor]:
-        """``word_weight`` times the token cross-entropy over the mt tokens."""
-        if self.word_weight == 0:
+        """``word_weight`` times the token cross-entropy over the mt tokens (a severity beyond the model's
+        labels counts as its highest label)."""
+        if self.word_weight == 0 or self.token_head is None:
             return None
         labels = batch.get("token_labels")
         if labels is None:
@@ -92,9 +119,10 @@ class UnifiedMetric(MetricModel):
                 "(read MQM annotations, lightning_metrics.data.mqm), or set model.word_weight: 0"
             )
         logits = self.token_logits
+        labels = labels.to(logits.device).clamp(max=len(self.error_labels))
         loss = nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]),
-            labels.reshape(-1).to(logits.device),
+            labels.reshape(-1).masked_fill(labels.reshape(-1) < 0, IGNORED_TOKEN),
             weight=self.word_class_weights.to(logits.device),
             ignore_index=IGNORED_TOKEN,
         )
@@ -102,23 +130,42 @@ class UnifiedMetric(MetricModel):
         return self.word_weight * loss
 
     def predict_spans(self, batch: dict) -> tuple[torch.Tensor, list[list[dict]]]:
-        """Scores [B] and each row's error spans (``start``, ``end``, ``severity``, ``confidence``)."""
-        scores = self.scores_from(self(batch))
-        probs = torch.softmax(self.token_logits.float(), dim=-1).cpu()
-        spans = [decode_spans(probs[i, 1 : 1 + len(o)], o) for i, o in enumerate(batch["mt_offsets"])]
-        if self.span_score_weight > 0:
-            mqm = torch.tensor([-sum(WEIGHTS[s["severity"]] for s in row) for row in spans], device=scores.device)
-            scores = (1 - self.span_score_weight) * scores + self.span_score_weight * mqm.to(scores.dtype)
-        return scores, spans
+        """Scores [B] and each row's error spans (``start``, ``end``, ``severity``, ``confidence``) over the
+        views in ``batch["views"]`` (else ``batch["inputs"]`` alone)."""
+        views = batch.get("views") or [batch["inputs"]]
+        view_weights, span_weights = (self.view_weights, self.span_weights) if len(views) > 1 else ([1.0], [1.0])
+        scores, probs = [], None
+        n_mt = max((len(o) for o in batch["mt_offsets"]), default=0) + 2  # the mt and its special tokens
+        for inputs, w_score, w_span in zip(views, view_weights, span_weights):
+            scores.append(w_score * self._capped(self.scores_from(self({**batch, "inputs": inputs}))))
+            if self.token_head is not None:
+                p = torch.softmax(self.token_logits.float(), dim=-1)[:, :n_mt].cpu() * w_span
+                probs = p if probs is None else probs + p
+        score = torch.stack(scores).sum(dim=0)
+        if probs is None:
+            return score, [[] for _ in batch["mt_offsets"]]
+        if self.decoding == "comet":
+            spans = [decode_comet(probs[i], o, self.error_labels) for i, o in enumerate(batch["raw_offsets"])]
+        else:
+            spans = [decode_runs(probs[i, 1:], o, self.error_labels) for i, o in enumerate(batch["mt_offsets"])]
+        if self.xcomet_mqm_weight > 0:
+            penalty = torch.tensor([min(25.0, sum(PENALTY[s["severity"]] for s in row)) for row in spans])
+            score = score + self.xcomet_mqm_weight * ((25.0 - penalty) / 25.0).to(score)
+        return score, spans
+
+    def _capped(self, scores: torch.Tensor) -> torch.Tensor:
+        """XCOMET caps each view's regression score at 1 before mixing in the span score."""
+        return scores.clamp(max=1.0) if self.xcomet_mqm_weight > 0 else scores
 
     def predict_scores(self, batch: dict) -> torch.Tensor:
         return self.predict_spans(batch)[0]
 
 
-def decode_spans(probs: torch.Tensor, offsets: Sequence[tuple[int, int]]) -> list[dict]:
-    """Character spans from mt tokens' tag probabilities [n, 4] and character offsets: runs of tokens
-    with the same error tag (the most probable) become one span, its confidence that tag's mean probability."""
-    tags = probs.argmax(dim=-1).tolist()
+def decode_runs(probs: torch.Tensor, offsets: Sequence[tuple[int, int]], labels: Sequence[str]) -> list[dict]:
+    """Character spans from mt tokens' tag probabilities [>= n, 1 + labels] and their ``offsets``: runs of
+    tokens with the same error tag (the most probable) become one span, its confidence that tag's mean
+    probability."""
+    tags = probs[: len(offsets)].argmax(dim=-1).tolist()
     spans, i = [], 0
     while i < len(tags):
         j = i + 1
@@ -127,6 +174,30 @@ def decode_spans(probs: torch.Tensor, offsets: Sequence[tuple[int, int]]) -> lis
         start, end = offsets[i][0], offsets[j - 1][1]
         if tags[i] and end > start:
             confidence = float(probs[i:j, tags[i]].mean())
-            spans.append({"start": int(start), "end": int(end), "severity": TAGS[tags[i]], "confidence": confidence})
+            spans.append(
+                {"start": int(start), "end": int(end), "severity": labels[tags[i] - 1], "confidence": confidence}
+            )
         i = j
+    return spans
+
+
+def decode_comet(probs: torch.Tensor, raw_offsets: Sequence[tuple[int, int]], labels: Sequence[str]) -> list[dict]:
+    """unbabel-comet's decoding (``UnifiedMetric.decode``), for imported models: over the mt's tokens with
+    its two special tokens (offsets (0, 0)), a span opens at a token tagged with an error (the most
+    probable tag), takes that tag's severity, runs through every following error-tagged token whatever
+    its severity, and closes at the next OK token (a span still open after the last token is dropped);
+    its confidence is the mean of its tokens' top probabilities."""
+    offsets = [(0, 0), *raw_offsets, (0, 0)]
+    top, tags = probs[: len(offsets)].max(dim=-1)
+    spans, span = [], None
+    for (start, end), p, tag in zip(offsets, top.tolist(), tags.tolist()):
+        if tag and span is None:
+            span = {"start": start, "end": end, "severity": labels[tag - 1], "scores": [p]}
+        elif tag:
+            span["end"] = end
+            span["scores"].append(p)
+        elif span is not None:
+            scores = span.pop("scores")
+            spans.append({**span, "confidence": float(torch.tensor(scores).mean())})
+            span = None
     return spans
