@@ -1,4 +1,5 @@
-"""unbabel-comet checkpoints: ``RegressionMetric``, ``ReferencelessRegression`` and ``RankingMetric``.
+"""unbabel-comet checkpoints: ``RegressionMetric``, ``ReferencelessRegression``, ``RankingMetric``, and the
+unified ``UnifiedMetric`` (CometKiwi) and ``XCOMETMetric``.
 
 A COMET checkpoint folder holds ``hparams.yaml`` and ``checkpoints/model.ckpt``. As COMET's own
 loader does, the class comes from ``hparams.yaml`` (``class_identifier``) and the other
@@ -6,7 +7,9 @@ hyper-parameters from the checkpoint, except that ``layer_transformation: sparse
 ``hparams.yaml`` means softmax (COMET's fix for its issue #244, applied to wmt22-comet-da).
 Everything that changes a score is mapped: the layer mix (softmax or sparsemax, with or without
 COMET's layer norm) or one fixed layer, the pooling, the estimator's hidden sizes, activation
-and final activation, and the input segments (the family). The training settings (learning
+and final activation, and the input segments (the family). A unified model keeps its segments, the
+three views COMET scores a three-segment model in (mt+src, mt+ref, mt+src+ref: scores averaged, or
+XCOMET's weights and span score), its word-level tagger and COMET's span decoding. The training settings (learning
 rates, layer-wise decay, freezing) carry over too, so fine-tuning starts where COMET's would.
 """
 
@@ -30,12 +33,13 @@ FAMILIES = {
     "regression_metric": ("RegressionMetric", "CometEstimator"),
     "referenceless_regression_metric": ("ReferencelessRegression", "CometReferenceless"),
     "ranking_metric": ("RankingMetric", "CometRanker"),
-}
-UNSUPPORTED = {
-    "unified_metric": "UnifiedMetric",  # cometkiwi: one cross-encoded sequence, word-level tags
-    "xcomet_metric": "XCOMETMetric",  # XCOMET: sentence score mixed with an MQM score from error spans
+    "unified_metric": ("UnifiedMetric", "UnifiedMetric"),  # CometKiwi: one joined sequence, word-level tags
+    "xcomet_metric": ("XCOMETMetric", "UnifiedMetric"),  # XCOMET: its score mixed with one from its spans
 }
 ENCODER_PREFIX = "encoder.model."
+THREE_VIEWS = [["mt", "src"], ["mt", "ref"], ["mt", "src", "ref"]]  # how COMET reads a three-segment model
+SPAN_WEIGHTS = [0.1667, 0.3333, 0.5]  # COMET's input_weights_spans
+XCOMET_WEIGHTS = [0.12, 0.33, 0.33, 0.22]  # XCOMET's score_weights: the three views, then the span score
 
 
 def locate(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -59,12 +63,6 @@ def read_comet(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerMo
     checkpoint_path, hparams_path = locate(path)
     listed = _read_yaml(hparams_path)
     identifier = listed.get("class_identifier")
-    if identifier in UNSUPPORTED:
-        raise InputError(
-            str(checkpoint_path),
-            f"COMET class {UNSUPPORTED[identifier]} ({identifier}) is not supported: its score does not map onto a "
-            "family of ours (supported: RegressionMetric, ReferencelessRegression, RankingMetric)",
-        )
     if identifier not in FAMILIES:
         raise InputError(str(hparams_path), f"class_identifier {identifier!r} is not a COMET metric class")
     checkpoint = read_checkpoint(checkpoint_path)
@@ -73,13 +71,16 @@ def read_comet(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerMo
     hp = {**listed, **dict(checkpoint.get("hyper_parameters") or {})}
     if listed.get("layer_transformation") == "sparsemax_patch":
         hp["layer_transformation"] = "softmax"
+    if identifier in ("unified_metric", "xcomet_metric"):
+        hp["layer"] = hp.get("sent_layer", hp.get("layer", "mix"))
+        hp["pool"] = "cls"  # the unified models read the first token of the layer mix
     peer_class, family = FAMILIES[identifier]
     pretrained = hp.get("pretrained_model")
     if encoder is None and not pretrained:
         raise InputError(str(hparams_path), "no pretrained_model names the encoder; pass --encoder FOLDER")
     return PeerModel(
         family=family,
-        hparams=comet_hparams(hp, family, str(checkpoint_path)),
+        hparams=comet_hparams(hp, family, str(checkpoint_path), identifier),
         state=comet_state(checkpoint["state_dict"], str(checkpoint_path)),
         encoder=str(encoder or pretrained),
         origin={
@@ -105,7 +106,7 @@ def _read_yaml(path: Path) -> dict:
     return value
 
 
-def comet_hparams(hp: dict, family: str, where: str) -> dict:
+def comet_hparams(hp: dict, family: str, where: str, identifier: str = "") -> dict:
     """Our hyper-parameters for COMET's ``hp`` (see the module docstring)."""
     layer = hp.get("layer", "mix")
     if layer != "mix" and not str(layer).isdigit():
@@ -135,12 +136,39 @@ def comet_hparams(hp: dict, family: str, where: str) -> dict:
         name = hp.get(key)
         if name is not None and str(name).lower() not in {a.lower() for a in ACTIVATIONS}:
             raise InputError(where, f"{key} {name!r} is not supported (supported: {', '.join(ACTIVATIONS)})")
-    return {
+    ours = {
         **ours,
         "hidden_sizes": [int(h) for h in hp.get("hidden_sizes", [3072, 1024])],
         "activation": str(hp.get("activations", "Tanh")),
         "final_activation": hp.get("final_activation"),
     }
+    return {**ours, **unified_hparams(hp, identifier, where)} if family == "UnifiedMetric" else ours
+
+
+def unified_hparams(hp: dict, identifier: str, where: str) -> dict:
+    """What a ``UnifiedMetric`` or ``XCOMETMetric`` adds: its segments and the views COMET scores them in,
+    the word level (labels, layer, loss weights), COMET's span decoding, and XCOMET's score mix."""
+    xcomet = identifier == "xcomet_metric"
+    segments = ["mt", "src", "ref"] if xcomet else list(hp.get("input_segments", ["mt", "src", "ref"]))
+    word_level = xcomet or bool(hp.get("word_level_training", False))
+    labels = list(hp.get("error_labels", ["minor", "major"])) if word_level else []
+    weights = hp.get("cross_entropy_weights")
+    three = len(segments) == 3
+    out = {
+        "segments": segments,
+        "views": THREE_VIEWS if three else None,
+        "view_weights": (XCOMET_WEIGHTS[:3] if xcomet else [1 / 3] * 3) if three else None,
+        "span_weights": SPAN_WEIGHTS if three else None,
+        "error_labels": labels,
+        "word_layer": int(hp.get("word_layer", 24)),
+        "word_weight": float(hp.get("loss_lambda", 0.65)) if word_level else 0.0,
+        "word_class_weights": [float(w) for w in weights] if weights and len(weights) == len(labels) + 1 else None,
+        "decoding": "comet",
+        "xcomet_mqm_weight": XCOMET_WEIGHTS[3] if xcomet else 0.0,
+    }
+    if not set(labels) <= {"minor", "major", "critical"}:
+        raise InputError(where, f"error_labels {labels} are not minor/major/critical")
+    return out
 
 
 def comet_state(state: dict, where: str) -> dict[str, torch.Tensor]:
@@ -157,6 +185,8 @@ def comet_state(state: dict, where: str) -> dict[str, torch.Tensor]:
             ours["layer_mix.gamma"] = value.reshape(1)
         elif name.startswith("estimator.ff."):
             ours["head." + name[len("estimator.ff.") :]] = value
+        elif name.startswith("hidden2tag."):  # the unified models' word-level tagger
+            ours["token_head." + name[len("hidden2tag.") :]] = value
         elif not name.startswith("layerwise_attention.dropout_"):  # dropout buffers: no weights
             unknown.append(name)
     if unknown:

@@ -88,7 +88,7 @@ class UnifiedMetric(MetricModel):
             raise LightningMetricsError(f"model.decoding must be one of {DECODINGS}, got {decoding!r}")
         super().__init__(**kwargs)
         self.word_layer = self.n_layers if word_layer is None else int(word_layer)
-        if not 0 <= self.word_layer <= self.n_layers:
+        if self.error_labels and not 0 <= self.word_layer <= self.n_layers:
             raise LightningMetricsError(f"model.word_layer {word_layer} is outside 0..{self.n_layers}")
         self.word_weight, self.decoding, self.xcomet_mqm_weight = float(word_weight), decoding, float(xcomet_mqm_weight)
         weights = torch.tensor(word_class_weights or [1.0] * (1 + len(self.error_labels)), dtype=torch.float32)
@@ -100,12 +100,22 @@ class UnifiedMetric(MetricModel):
     def forward(self, batch: dict) -> torch.Tensor:
         """Standardised sentence predictions [B, n_targets] of ``batch["inputs"]``; the token logits
         [B, T, 1 + labels] are left in ``self.token_logits`` for the loss and the spans."""
-        inputs = batch["inputs"]
+        inputs = self._with_token_types(batch["inputs"], batch.get("mt_offsets"))
         with attention_kernels():
             out = self.encoder(**inputs, output_hidden_states=True)
         if self.token_head is not None:
             self.token_logits = self.token_head(out.hidden_states[self.word_layer].float())
         return self.head_output(self.read_out(out, inputs["attention_mask"]), batch)
+
+    def _with_token_types(self, inputs: dict, mt_offsets) -> dict:
+        """An encoder with token types (BERT) reads type 0 up to the mt's closing separator and 1 after it
+        (as COMET feeds it), whether or not its tokenizer lists ``token_type_ids``."""
+        if "token_type_ids" in inputs or mt_offsets is None or getattr(self.encoder.config, "type_vocab_size", 1) < 2:
+            return inputs
+        ids = inputs["input_ids"]
+        mt_end = torch.tensor([len(o) + 2 for o in mt_offsets], device=ids.device)
+        types = (torch.arange(ids.shape[1], device=ids.device)[None, :] >= mt_end[:, None]).long()
+        return {**inputs, "token_type_ids": types}
 
     def auxiliary_loss(self, batch: dict) -> Optional[torch.Tensor]:
         """``word_weight`` times the token cross-entropy over the mt tokens (a severity beyond the model's
