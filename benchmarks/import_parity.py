@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/import_parity.py [--peer-python .venv-comet/bin/python] [--steps 4]
         [--rows 32] [--out runs/import_parity] [--seed 0]
 
-For each COMET class and setting below, and for BLEURT, on a tiny random BERT and on the default
+For each COMET class and setting below (the unified ``UnifiedMetric`` and ``XCOMETMetric`` included, whose
+error spans must also be identical), and for BLEURT, on a tiny random BERT and on the default
 encoder (all-MiniLM-L6-v2): the peer (``benchmarks/peers/import_peer.py``, in the peer venv of
 ``make peer-venv``) trains a checkpoint for a few steps, saves it in its own layout and prints its
 ``predict`` scores on real WMT rows; ``lightning-metrics import`` turns the checkpoint into an export
@@ -66,6 +67,28 @@ COMET_CASES = {
 }
 
 
+UNIFIED = {"hidden_sizes": [64, 32], "activations": "Tanh", "dropout": 0.1, "sent_layer": "mix"}
+UNIFIED_CASES = {  # the three kinds of unified checkpoint
+    "UnifiedMetric, CometKiwi layout [mt, src]": {
+        "class": "unified_metric",
+        "input_segments": ["mt", "src"],
+        "word_level_training": False,
+        "layer_transformation": "sparsemax",
+        **UNIFIED,
+    },
+    "UnifiedMetric, [mt, src, ref] with the word-level tagger": {
+        "class": "unified_metric",
+        "input_segments": ["mt", "src", "ref"],
+        "word_level_training": True,
+        "error_labels": ["minor", "major"],
+        "word_layer": 2,
+        "layer_transformation": "softmax",
+        **UNIFIED,
+    },
+    "XCOMETMetric": {"class": "xcomet_metric", "word_layer": 2, "layer_transformation": "sparsemax", **UNIFIED},
+}
+
+
 def real_rows(n: int, seed: int) -> list[dict]:
     """``n`` WMT21 DA rows (seeded sample) from ../shared/data, else rows of the tiny test corpus."""
     import pandas as pd
@@ -83,14 +106,15 @@ def real_rows(n: int, seed: int) -> list[dict]:
     ]
 
 
-def run_peer(args, peer: str, encoder: Path, rows_file: Path, out: Path, hparams: dict | None = None) -> list[float]:
+def run_peer(args, peer: str, encoder: Path, rows_file: Path, out: Path, hparams: dict | None = None) -> dict:
+    """The peer's ``scores`` on the rows (and ``spans``, for a word-level model)."""
     command = [peer, "--encoder", str(encoder), "--rows", str(rows_file), "--out", str(out), "--steps", str(args.steps)]
     command += ["--seed", str(args.seed), "--hparams", json.dumps(hparams or {})]
-    return common.run_peer("import_peer.py", command, args.peer_python)["scores"]
+    return common.run_peer("import_peer.py", command, args.peer_python)
 
 
-def our_scores(checkpoint: Path, rows: list[dict]) -> tuple[list[float], list[bool]]:
-    """The import's fp32 scores on ``rows``, and which rows it cut to its ``max_length``."""
+def our_scores(checkpoint: Path, rows: list[dict]) -> tuple[list[float], list[bool], list | None]:
+    """The import's fp32 scores on ``rows``, which rows it cut to its ``max_length``, and its spans."""
     from lightning_metrics import load_metric
     from lightning_metrics.importers import import_metric
 
@@ -98,7 +122,18 @@ def our_scores(checkpoint: Path, rows: list[dict]) -> tuple[list[float], list[bo
     metric = load_metric(str(folder), precision="fp32")
     columns = {k: [r[k] for r in rows] for k in metric.inputs}
     cut = [metric.count_truncated({k: [r[k]] for k in metric.inputs}) > 0 for r in rows]
-    return list(metric.score(**columns).scores), cut
+    result = metric.score(**columns)
+    return list(result.scores), cut, result.extra.get("spans")
+
+
+def same_spans(theirs: list | None, ours: list | None, chosen: list[bool]) -> str:
+    """``identical`` when every chosen row's spans have the same offsets and severities, else the count
+    of rows that differ; ``–`` for a model without spans."""
+    if theirs is None and not any(ours or []):
+        return "–"
+    key = lambda row: [(s["start"], s["end"], s["severity"]) for s in row]  # noqa: E731
+    differ = sum(key(a) != key(b) for a, b, keep in zip(theirs or [], ours or [], chosen) if keep)
+    return "identical" if differ == 0 else f"{differ} rows differ"
 
 
 def largest_gap(theirs: list[float], ours: list[float], chosen: list[bool]) -> float | None:
@@ -106,12 +141,12 @@ def largest_gap(theirs: list[float], ours: list[float], chosen: list[bool]) -> f
     return max(gaps) if gaps else None
 
 
-def table_row(name: str, encoder: str, whole: float | None, cut: float | None, n_cut: int, n: int) -> str:
+def table_row(name: str, encoder: str, whole: float | None, cut: float | None, n_cut: int, n: int, spans: str) -> str:
     def shown(x):
         return "–" if x is None else f"{x:.2e}"
 
-    ok = all(x is None or x <= TARGET for x in (whole, cut))
-    return f"| {name} | {encoder} | {n} ({n_cut}) | {shown(whole)} | {shown(cut)} | {'yes' if ok else 'NO'} |"
+    ok = all(x is None or x <= TARGET for x in (whole, cut)) and spans in ("–", "identical")
+    return f"| {name} | {encoder} | {n} ({n_cut}) | {shown(whole)} | {shown(cut)} | {spans} | {'yes' if ok else 'NO'} |"
 
 
 def main() -> None:
@@ -132,7 +167,7 @@ def main() -> None:
     rows_file = out / "rows.json"
     rows_file.write_text(json.dumps(rows), encoding="utf-8")
     encoders = {"tiny BERT": build_tiny_encoder(out / "tiny-bert"), "all-MiniLM-L6-v2": default_encoder_path()}
-    cases = [(name, "comet", hp) for name, hp in COMET_CASES.items()] + [
+    cases = [(name, "comet", hp) for name, hp in {**COMET_CASES, **UNIFIED_CASES}.items()] + [
         ("BleurtForSequenceClassification, BERT layout", "bleurt", {}),
         ("BleurtForSequenceClassification, RemBERT layout (narrow embeddings)", "bleurt", {"embedding_size": 16}),
         (
@@ -141,19 +176,24 @@ def main() -> None:
             {"embedding_size": 16, "spm": 1},
         ),
     ]
-    print(f"| peer class and setting | encoder | rows (cut) | max abs difference | on cut rows | within {TARGET:g} |")
-    print("|---|---|---|---|---|---|")
+    print(
+        f"| peer class and setting | encoder | rows (cut) | max abs difference | on cut rows | spans (uncut rows) "
+        f"| within {TARGET:g} |"
+    )
+    print("|---|---|---|---|---|---|---|")
     results, started = [], time.perf_counter()
     for encoder_name, encoder in encoders.items():
         for i, (name, peer, hparams) in enumerate(cases):
             folder = out / f"{encoder_name.replace(' ', '-')}-{i}"
-            theirs = run_peer(args, peer, encoder, rows_file, folder, hparams)
-            ours, cut = our_scores(folder, rows)
+            peer_out = run_peer(args, peer, encoder, rows_file, folder, hparams)
+            theirs = peer_out["scores"]
+            ours, cut, our_spans = our_scores(folder, rows)
             whole = largest_gap(theirs, ours, [not c for c in cut])
             on_cut = largest_gap(theirs, ours, cut)
-            line = table_row(name, encoder_name, whole, on_cut, sum(cut), len(rows))
+            spans = same_spans(peer_out.get("spans"), our_spans, [not c for c in cut])
+            line = table_row(name, encoder_name, whole, on_cut, sum(cut), len(rows), spans)
             results.append({"case": name, "encoder": encoder_name, "rows": len(rows), "rows_cut": sum(cut)})
-            results[-1].update(max_abs_diff=whole, max_abs_diff_cut=on_cut, ok=line.endswith("yes |"))
+            results[-1].update(max_abs_diff=whole, max_abs_diff_cut=on_cut, spans=spans, ok=line.endswith("yes |"))
             print(line)
     (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     print(f"\n{len(results)} cases in {time.perf_counter() - started:.0f} s; results in {out / 'results.json'}")

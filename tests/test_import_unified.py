@@ -6,6 +6,7 @@ row by row and unpadded, from its code's description, independently of our model
 import pytest
 import torch
 import yaml
+from conftest import TINY_CORPUS
 from test_import import ROWS, bert
 
 from lightning_metrics import load_metric
@@ -20,6 +21,7 @@ CASES = {
     "xcomet": {"class_identifier": "xcomet_metric", "input_segments": ["mt", "src", "ref"],
                "word_level_training": True, "error_labels": ["minor", "major", "critical"], "word_layer": 2},
 }  # fmt: skip
+LONG = {k: " ".join(TINY_CORPUS[i:] + TINY_CORPUS[:i]) * 2 for k, i in (("mt", 0), ("src", 3), ("ref", 6))}
 COMMON = {"sent_layer": "mix", "layer": "mix", "layer_transformation": "softmax", "layer_norm": False}
 
 
@@ -51,13 +53,15 @@ def comet_unified(encoder, state: dict, hp: dict, row: dict) -> tuple[float, lis
 
     tokenizer, model = AutoTokenizer.from_pretrained(str(encoder)), bert(encoder)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    pieces = {k: tokenizer(row[k], add_special_tokens=False)["input_ids"] for k in ("mt", "src", "ref")}
+    # COMET cuts each segment to its encoder's positions - 6 tokens, the joined sequence to positions - 2
+    limit = model.config.max_position_embeddings
+    pieces = {k: tokenizer(row[k], add_special_tokens=False)["input_ids"][: limit - 6] for k in ("mt", "src", "ref")}
     segments = hp["input_segments"] if hp["class_identifier"] == "unified_metric" else ["mt", "src", "ref"]
     views = [["mt", "src"], ["mt", "ref"], ["mt", "src", "ref"]] if len(segments) == 3 else [segments]
     scalars = torch.cat([state[f"layerwise_attention.scalar_parameters.{i}"] for i in range(3)]).softmax(0)
     scores, probs = [], []
     for view in views:
-        ids = [cls] + [t for k in view for t in pieces[k] + [sep]]
+        ids = ([cls] + [t for k in view for t in pieces[k] + [sep]])[: limit - 2]
         types = [0] * (len(pieces["mt"]) + 2) + [1] * (len(ids) - len(pieces["mt"]) - 2)
         with torch.no_grad():
             layers = model(torch.tensor([ids]), token_type_ids=torch.tensor([types]), output_hidden_states=True)
@@ -105,8 +109,10 @@ def test_unified_import_scores_and_spans_as_comet(tmp_path, tiny_encoder, case):
     folder = import_metric(tmp_path / "comet", tmp_path / "imported")
     metric = load_metric(str(folder), precision="fp32")
     assert metric.inputs == tuple(hp["input_segments"] if case != "xcomet" else ["mt", "src", "ref"])
-    result = metric.score(**{k: [r[k] for r in ROWS] for k in metric.inputs}, batch_size=5)
-    expected = [comet_unified(tiny_encoder, state, hp, r) for r in ROWS]
+    rows = ROWS + [LONG]
+    result = metric.score(**{k: [r[k] for r in rows] for k in metric.inputs}, batch_size=5)
+    assert metric.truncated == 1  # the long row, cut as COMET cuts it
+    expected = [comet_unified(tiny_encoder, state, hp, r) for r in rows]
     assert max(abs(a - e[0]) for a, e in zip(result.scores, expected)) <= 1e-5
     ours = [[(s["start"], s["end"], s["severity"]) for s in row] for row in result.extra["spans"]]
     assert ours == [[(s["start"], s["end"], s["severity"]) for s in e[1]] for e in expected]

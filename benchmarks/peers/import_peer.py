@@ -7,9 +7,11 @@ also installs bleurt-pytorch).
         [--hparams '{"embedding_size": 16}'] [--steps 4]
 
 comet: builds the COMET class with the given hyper-parameters on a BERT encoder folder, trains it
-with its own ``fit`` for a few steps on the rows, writes the checkpoint in COMET's layout
+with its own ``fit`` for a few steps on the rows (a word-level unified model cannot train on a CPU in
+COMET: its tagger is drawn at random instead), writes the checkpoint in COMET's layout
 (``OUT/checkpoints/model.ckpt`` and ``OUT/hparams.yaml``), loads it back with
-``comet.load_from_checkpoint`` and prints one JSON line with ``predict``'s scores on the rows.
+``comet.load_from_checkpoint`` and prints one JSON line with ``predict``'s scores on the rows (and the
+error spans of a word-level model).
 bleurt: builds ``BleurtForSequenceClassification`` from the encoder (its BERT weights, a new
 pooler and classifier; with ``embedding_size``, narrower new embeddings and their projection, the
 layout of BLEURT-20), trains a few AdamW steps on the rows (bleurt-pytorch has no trainer), saves
@@ -42,6 +44,8 @@ COMET_CLASSES = {
     "regression_metric": "RegressionMetric",
     "referenceless_regression_metric": "ReferencelessRegression",
     "ranking_metric": "RankingMetric",
+    "unified_metric": "UnifiedMetric",
+    "xcomet_metric": "XCOMETMetric",
 }
 
 
@@ -59,7 +63,7 @@ def write_training_csv(rows: list[dict], path: str, ranking: bool) -> str:
     return path
 
 
-def comet(args, rows: list[dict]) -> list[float]:
+def comet(args, rows: list[dict]) -> dict:
     import comet.models as cm
     import pytorch_lightning as pl
     from pytorch_lightning.core.saving import save_hparams_to_yaml
@@ -89,14 +93,30 @@ def comet(args, rows: list[dict]) -> list[float]:
         limit_val_batches=0,
         num_sanity_val_steps=0,
     )
-    trainer.fit(model)
     os.makedirs(os.path.join(args.out, "checkpoints"), exist_ok=True)
     checkpoint = os.path.join(args.out, "checkpoints", "model.ckpt")
-    trainer.save_checkpoint(checkpoint, weights_only=True)
+    if getattr(model, "word_level", False):
+        # COMET's word-level loss moves its targets to CUDA (compute_loss: .cuda()): it cannot train on a
+        # CPU. The model is COMET's own, built by its class, with its tagger drawn at random (seeded) so
+        # that spans appear; it is saved and loaded back through COMET's own checkpoint code.
+        import torch
+
+        torch.nn.init.normal_(model.hidden2tag.weight, std=2.0)
+        hyper = {"hyper_parameters": dict(model.hparams), "pytorch-lightning_version": pl.__version__}
+        torch.save({"state_dict": model.state_dict(), **hyper}, checkpoint)
+    else:
+        trainer.fit(model)
+        trainer.save_checkpoint(checkpoint, weights_only=True)
     save_hparams_to_yaml(os.path.join(args.out, "hparams.yaml"), dict(model.hparams))
     loaded = cm.load_from_checkpoint(checkpoint, local_files_only=True)
     samples = [{"src": r["src"], "mt": r["mt"], "ref": r["ref"]} for r in rows]
-    return [float(s) for s in loaded.predict(samples, batch_size=8, gpus=0, progress_bar=False).scores]
+    prediction = loaded.predict(samples, batch_size=8, gpus=0, progress_bar=False)
+    spans = prediction.metadata.get("error_spans") if "metadata" in prediction else None
+    keep = ("start", "end", "severity", "confidence")
+    return {
+        "scores": [float(s) for s in prediction.scores],
+        "spans": None if spans is None else [[{k: span[k] for k in keep} for span in row] for row in spans],
+    }
 
 
 def write_vocabulary(rows: list[dict], encoder_dir: str, out: str, sentencepiece: bool):
@@ -181,8 +201,7 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     with open(args.rows, encoding="utf-8") as f:
         rows = json.load(f)
-    scores = comet(args, rows) if args.peer == "comet" else bleurt(args, rows)
-    print(json.dumps({"scores": scores}))
+    print(json.dumps(comet(args, rows) if args.peer == "comet" else {"scores": bleurt(args, rows)}))
 
 
 if __name__ == "__main__":

@@ -23,10 +23,19 @@ class SegmentInputs:
     truncated: int  # rows that were cut to max_length
 
 
-def encode_segments(tokenizer, segments: Sequence[Sequence[str]], max_length: int) -> SegmentInputs:
-    """``segments[0]`` (the mt) and the other segments of each row in one sequence. A row longer than
-    ``max_length`` loses one token at a time from the end of its longest segment (the first on a tie).
-    Needs a fast tokenizer (character offsets)."""
+TRUNCATIONS = ("longest", "comet")
+
+
+def encode_segments(
+    tokenizer, segments: Sequence[Sequence[str]], max_length: int, truncation: str = "longest"
+) -> SegmentInputs:
+    """``segments[0]`` (the mt) and the other segments of each row in one sequence. ``longest``: a row
+    longer than ``max_length`` loses one token at a time from the end of its longest segment (the first on
+    a tie). ``comet``: as unbabel-comet cuts, for ``max_length`` its import records (the encoder's positions
+    minus 4): each segment to ``max_length - 2`` tokens, then the joined row to ``max_length + 2``. Needs a
+    fast tokenizer (character offsets)."""
+    if truncation not in TRUNCATIONS:
+        raise LightningMetricsError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
     if not getattr(tokenizer, "is_fast", False):
         raise LightningMetricsError("the unified family needs a fast tokenizer: it maps mt tokens to characters")
     mt = tokenizer(list(segments[0]), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
@@ -36,9 +45,15 @@ def encode_segments(tokenizer, segments: Sequence[Sequence[str]], max_length: in
     out = SegmentInputs([], [], [], [], 0)
     for i, mt_ids in enumerate(mt["input_ids"]):
         parts = [list(mt_ids), *[list(o[i]) for o in others]]
-        sizes = cut_to(budget, [len(p) for p in parts])
-        out.truncated += sizes != [len(p) for p in parts]
-        row = join(template, [p[:n] for p, n in zip(parts, sizes)])
+        if truncation == "comet":
+            sizes = [min(len(p), max_length - len(template[0]) - len(template[2])) for p in parts]
+            row = join(template, [p[:n] for p, n in zip(parts, sizes)])
+            out.truncated += sizes != [len(p) for p in parts] or len(row) > max_length + 2
+            row = row[: max_length + 2]
+        else:
+            sizes = cut_to(budget, [len(p) for p in parts])
+            out.truncated += sizes != [len(p) for p in parts]
+            row = join(template, [p[:n] for p, n in zip(parts, sizes)])
         out.ids.append(row)
         first = len(template[0]) + sizes[0] + 1  # the prefix, the mt and its first closing token: type 0
         out.types.append([0] * first + [1] * (len(row) - first))

@@ -164,6 +164,7 @@ def unified_hparams(hp: dict, identifier: str, where: str) -> dict:
         "word_weight": float(hp.get("loss_lambda", 0.65)) if word_level else 0.0,
         "word_class_weights": [float(w) for w in weights] if weights and len(weights) == len(labels) + 1 else None,
         "decoding": "comet",
+        "truncation": "comet",
         "xcomet_mqm_weight": XCOMET_WEIGHTS[3] if xcomet else 0.0,
     }
     if not set(labels) <= {"minor", "major", "critical"}:

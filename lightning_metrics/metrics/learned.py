@@ -130,7 +130,9 @@ class LearnedMetric(Metric):
         if self.model.input_format == "segments":
             from lightning_metrics.encoders.segments import encode_segments
 
-            return encode_segments(self.tokenizer, [columns[f] for f in self.inputs], self.max_length).truncated
+            views = [[columns[f] for f in view] for view in self.model.views]
+            cut = [encode_segments(self.tokenizer, v, self.max_length, self.model.truncation).truncated for v in views]
+            return max(cut)
         if self.model.input_format != "sentences":
             lengths = [len(ids) for ids in self.tokenizer(columns["ref"], columns["mt"], verbose=False)["input_ids"]]
             return sum(n > self.max_length for n in lengths)
@@ -227,7 +229,10 @@ class LearnedMetric(Metric):
         from lightning_metrics.encoders.segments import encode_segments
         from lightning_metrics.encoders.sequences import pad_sequences
 
-        views = [encode_segments(self.tokenizer, [rows[f] for f in view], self.max_length) for view in self.model.views]
+        views = [
+            encode_segments(self.tokenizer, [rows[f] for f in view], self.max_length, self.model.truncation)
+            for view in self.model.views
+        ]
         n = len(rows["mt"])
         scores, spans = np.zeros(n), [None] * n
         lengths = [max(len(v.ids[i]) for v in views) for i in range(n)]

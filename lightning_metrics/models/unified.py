@@ -14,7 +14,8 @@ and XCOMET style), a sentence score and the mt's error spans.
   training reads all ``segments`` in one sequence;
 - spans (``decoding``): ``runs`` makes each run of mt tokens with one error tag a span (character offsets
   into the mt without leading whitespace, the severity, the tag's mean probability as confidence);
-  ``comet`` decodes as unbabel-comet does, for imported models (:func:`decode_comet`);
+  ``comet`` decodes as unbabel-comet does, for imported models (:func:`decode_comet`), which also cut
+  long rows as COMET does (``truncation: comet``);
 - ``xcomet_mqm_weight`` w > 0 gives XCOMET's final score: each view's score capped at 1, weighted, plus
   w times ``(25 - min(25, penalty)) / 25`` with the spans' penalty (minor 1, major 5, critical 10), for
   models scored on XCOMET's 0-1 scale.
@@ -66,6 +67,7 @@ class UnifiedMetric(MetricModel):
         word_weight: float = 1.0,
         word_class_weights: Optional[Sequence[float]] = None,
         decoding: str = "runs",
+        truncation: str = "longest",
         xcomet_mqm_weight: float = 0.0,
         **kwargs,
     ):
@@ -91,6 +93,7 @@ class UnifiedMetric(MetricModel):
         if self.error_labels and not 0 <= self.word_layer <= self.n_layers:
             raise LightningMetricsError(f"model.word_layer {word_layer} is outside 0..{self.n_layers}")
         self.word_weight, self.decoding, self.xcomet_mqm_weight = float(word_weight), decoding, float(xcomet_mqm_weight)
+        self.truncation = truncation  # how scoring cuts long rows (encode_segments); training cuts the longest
         weights = torch.tensor(word_class_weights or [1.0] * (1 + len(self.error_labels)), dtype=torch.float32)
         self.register_buffer("word_class_weights", weights, persistent=False)
         self.head = self.make_head(self.hidden_size)
