@@ -248,7 +248,7 @@ def test_readme_workflow_import_score_finetune_export_score(tmp_path, tiny_encod
 
 
 def test_import_errors_are_one_line(tmp_path, tiny_encoder, monkeypatch, capsys):
-    unified = {"class_identifier": "unified_metric", "layer": "mix", "pool": "avg"}
+    unified = {"class_identifier": "multitask_metric", "layer": "mix", "pool": "avg"}
     (tmp_path / "kiwi" / "checkpoints").mkdir(parents=True)
     torch.save({"state_dict": {}, "hyper_parameters": unified}, tmp_path / "kiwi" / "checkpoints" / "model.ckpt")
     (tmp_path / "kiwi" / "hparams.yaml").write_text(yaml.safe_dump(unified))
@@ -270,7 +270,7 @@ def test_import_errors_are_one_line(tmp_path, tiny_encoder, monkeypatch, capsys)
     )
     expected = {
         "lonely": "hparams.yaml: is missing: a COMET checkpoint needs the hparams.yaml beside its checkpoints/",
-        "kiwi": "COMET class UnifiedMetric (unified_metric) is not supported",
+        "kiwi": "class_identifier 'multitask_metric' is not a COMET metric class",
         "notes": "not a checkpoint this code imports",
         "hub": "'xlm-roberta-large' is not a local folder and the hub is switched off",
         "pickled": "not a readable Lightning checkpoint",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 
 from lightning_metrics.data.mqm import merge_spans, read_mqm, strip_markup
@@ -163,3 +164,21 @@ def test_unified_model_learns_spans_and_exports(tmp_path, tiny_encoder):
     assert [(s["start"], s["end"], s["severity"]) for s in spans[1]] == [(8, 11, "minor")]
     assert spans[2] == [] and all(0.25 < s["confidence"] <= 1 for s in spans[0] + spans[1])
     assert result.scores[2] > result.scores[1] > result.scores[0]  # MQM -0, -1, -5
+
+
+def test_alignment_baseline_marks_unmatched_tokens(tiny_encoder):
+    """A token identical in both texts (same context) matches itself with similarity 1; a threshold above
+    every similarity marks the whole mt as one span; the dev choice picks the threshold that scores best."""
+    from lightning_metrics.baselines.bertscore import BERTScorer
+    from lightning_metrics.evaluation.span_baselines import alignment_spans, choose_threshold, token_matches
+
+    scorer = BERTScorer(str(tiny_encoder))
+    mt = ["the cat sat on the mat.", "the dog ran fast."]
+    matches = token_matches(scorer, mt, ["the cat sat on the mat.", "prices went up."])
+    assert [mt[0][a:b] for a, b in matches.offsets[0]] == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert np.allclose(matches.best[0], 1.0, atol=1e-5) and matches.best[1].max() < 0.9999
+    assert alignment_spans(matches, 0.9999)[0] == []
+    whole = alignment_spans(matches, 1.5, "major")
+    assert whole == [[{"start": 0, "end": 23, "severity": "major"}], [{"start": 0, "end": 17, "severity": "major"}]]
+    gold = [[], [{"start": 0, "end": 17, "severity": "major"}]]
+    assert choose_threshold(matches, gold, mt, [0.9999, 1.5]) == (0.9999, "major", 1.0)

@@ -107,6 +107,7 @@ CONFIGS = {  # the shipped config each family fine-tunes with
     "CometReferenceless": "configs/comet/referenceless.yaml",
     "CometRanker": "configs/comet/ranking.yaml",
     "BleurtRegressor": "configs/bleurt/finetune.yaml",
+    "UnifiedMetric": "configs/recipes/error-spans.yaml",
 }
 ARCHITECTURE = (  # the hyper-parameters a fine-tuning model must share to take every weight
     "layer_mix",
@@ -118,6 +119,8 @@ ARCHITECTURE = (  # the hyper-parameters a fine-tuning model must share to take 
     "activation",
     "final_activation",
     "distance_eps",
+    *("segments", "views", "view_weights", "span_weights", "error_labels", "word_layer", "decoding", "truncation"),
+    "xcomet_mqm_weight",
 )
 
 
