@@ -50,6 +50,18 @@ def dev_rows(mqm: Path) -> dict:
     return module.val_rows
 
 
+def write_dev_sample(dev: dict, path: Path, per_pair: int, seed: int) -> Path:
+    """A few dev rows per language pair (src, mt, system) as JSONL, for ``score --data ... --html``."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for lp in sorted(set(dev["lp"])):
+        rows = [i for i, x in enumerate(dev["lp"]) if x == lp and 40 < len(dev["mt"][i]) < 160]
+        for i in sorted(rng.choice(rows, size=min(per_pair, len(rows)), replace=False)):
+            lines.append(json.dumps({"src": dev["src"][i], "mt": dev["mt"][i], "system": lp.split(":")[-1]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def choose_alignment(scorer: BERTScorer, dev: dict) -> dict:
     matches = token_matches(scorer, dev["mt"], dev["src"])
     threshold, severity, f1 = choose_threshold(matches, dev["spans"], dev["mt"], GRID)
@@ -125,7 +137,9 @@ def main() -> None:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     scorer = BERTScorer(E5)
-    chosen = choose_alignment(scorer, dev_rows(args.mqm))
+    dev = dev_rows(args.mqm)
+    write_dev_sample(dev, args.out / "dev_sample.jsonl", per_pair=4, seed=args.seed)
+    chosen = choose_alignment(scorer, dev)
     print(f"dev choice: {chosen}")
     models = {"error-spans": args.model, "sentence only (word_weight 0)": args.sentence_only}
     report = {"alignment": chosen, "bertscore": scorer.signature, "test": {}}

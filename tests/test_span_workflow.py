@@ -57,6 +57,8 @@ def test_fit_export_score_spans_evaluate(tmp_path, tiny_encoder):
         "cpu",
     )
     assert "exported" in ok(fitted)
+    logged = (tmp_path / "runs/error-spans/lightning_logs/version_0/metrics.csv").read_text().splitlines()[0]
+    assert {"val_kendall", "val_token_f1"} <= set(logged.split(","))
     assert "-> checkpoints/spans" in ok(
         lm(
             tmp_path,

@@ -142,6 +142,31 @@ class UnifiedMetric(MetricModel):
         self.log("train_tokens", loss, batch_size=len(labels))
         return self.word_weight * loss
 
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        """The sentence correlations' rows, and the token head's error tags against the annotated ones."""
+        super().validation_step(batch, batch_idx)
+        labels = batch.get("token_labels")
+        if self.token_head is None or labels is None:
+            return
+        labels = labels.to(self.token_logits.device)
+        annotated = labels > 0
+        predicted = (self.token_logits.argmax(dim=-1) > 0) & (labels >= 0)
+        counts = torch.stack([(predicted & annotated).sum(), predicted.sum(), annotated.sum()]).double()
+        earlier = getattr(self, "_token_counts", None)
+        self._token_counts = counts if earlier is None else earlier + counts
+
+    def on_validation_epoch_end(self) -> None:
+        """Logs ``val_token_f1`` (mt tokens tagged as errors, severity ignored, over every rank) beside the
+        correlations."""
+        counts = getattr(self, "_token_counts", None)
+        if counts is not None:
+            hit, predicted, annotated = self.all_gather(counts).reshape(-1, 3).sum(dim=0).tolist()
+            precision, recall = hit / max(predicted, 1), hit / max(annotated, 1)
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            self.log("val_token_f1", f1, sync_dist=False, rank_zero_only=False)
+            self._token_counts = None
+        super().on_validation_epoch_end()
+
     def predict_spans(self, batch: dict) -> tuple[torch.Tensor, list[list[dict]]]:
         """Scores [B] and each row's error spans (``start``, ``end``, ``severity``, ``confidence``) over the
         views in ``batch["views"]`` (else ``batch["inputs"]`` alone)."""
