@@ -40,6 +40,7 @@ def write_unified(folder, encoder, hp: dict, seed: int = 3) -> dict:
         n = 1 + len(hp["error_labels"])
         state["hidden2tag.weight"] = torch.randn(n, 32)
         state["hidden2tag.bias"] = torch.tensor([1.0] + [0.0] * (n - 1))  # OK a little more likely
+        state["wordloss.weight"] = torch.ones(n)  # the loss's class weights: a buffer in COMET's checkpoints
     (folder / "checkpoints").mkdir(parents=True)
     hyper = {**hp, "pretrained_model": str(encoder), "encoder_model": "BERT", "dropout": 0.1, "hidden_sizes": HEAD}
     torch.save({"state_dict": state, "hyper_parameters": hyper}, folder / "checkpoints" / "model.ckpt")

@@ -188,7 +188,8 @@ def comet_state(state: dict, where: str) -> dict[str, torch.Tensor]:
             ours["head." + name[len("estimator.ff.") :]] = value
         elif name.startswith("hidden2tag."):  # the unified models' word-level tagger
             ours["token_head." + name[len("hidden2tag.") :]] = value
-        elif not name.startswith("layerwise_attention.dropout_"):  # dropout buffers: no weights
+        elif not name.startswith(("layerwise_attention.dropout_", "wordloss.", "sentloss.")):
+            # dropout buffers and the losses' class weights (cross_entropy_weights, in the hyper-parameters)
             unknown.append(name)
     if unknown:
         raise InputError(where, f"weights this import does not know: {unknown[:3]}")
