@@ -14,7 +14,8 @@ and XCOMET style), a sentence score and the mt's error spans.
   training reads all ``segments`` in one sequence;
 - spans (``decoding``): ``runs`` makes each run of mt tokens with one error tag a span (character offsets
   into the mt without leading whitespace, the severity, the tag's mean probability as confidence);
-  ``comet`` decodes as unbabel-comet does, for imported models (:func:`decode_comet`), which also cut
+  ``decoding_threshold`` t marks a token as an error when its error tags' probabilities sum above t
+  (COMET's option; default: the most probable tag); ``comet`` decodes as unbabel-comet does, for imported models (:func:`decode_comet`), which also cut
   long rows as COMET does (``truncation: comet``);
 - ``xcomet_mqm_weight`` w > 0 gives XCOMET's final score: each view's score capped at 1, weighted, plus
   w times ``(25 - min(25, penalty)) / 25`` with the spans' penalty (minor 1, major 5, critical 10), for
@@ -67,6 +68,7 @@ class UnifiedMetric(MetricModel):
         word_weight: float = 1.0,
         word_class_weights: Optional[Sequence[float]] = None,
         decoding: str = "runs",
+        decoding_threshold: Optional[float] = None,
         truncation: str = "longest",
         xcomet_mqm_weight: float = 0.0,
         **kwargs,
@@ -94,6 +96,7 @@ class UnifiedMetric(MetricModel):
             raise LightningMetricsError(f"model.word_layer {word_layer} is outside 0..{self.n_layers}")
         self.word_weight, self.decoding, self.xcomet_mqm_weight = float(word_weight), decoding, float(xcomet_mqm_weight)
         self.truncation = truncation  # how scoring cuts long rows (encode_segments); training cuts the longest
+        self.decoding_threshold = decoding_threshold
         weights = torch.tensor(word_class_weights or [1.0] * (1 + len(self.error_labels)), dtype=torch.float32)
         self.register_buffer("word_class_weights", weights, persistent=False)
         self.head = self.make_head(self.hidden_size)
@@ -182,10 +185,13 @@ class UnifiedMetric(MetricModel):
         score = torch.stack(scores).sum(dim=0)
         if probs is None:
             return score, [[] for _ in batch["mt_offsets"]]
+        tags = error_tags(probs, self.decoding_threshold)
         if self.decoding == "comet":
-            spans = [decode_comet(probs[i], o, self.error_labels) for i, o in enumerate(batch["raw_offsets"])]
+            spans = [decode_comet(probs[i], tags[i], o, self.error_labels) for i, o in enumerate(batch["raw_offsets"])]
         else:
-            spans = [decode_runs(probs[i, 1:], o, self.error_labels) for i, o in enumerate(batch["mt_offsets"])]
+            spans = [
+                decode_runs(probs[i, 1:], tags[i, 1:], o, self.error_labels) for i, o in enumerate(batch["mt_offsets"])
+            ]
         if self.xcomet_mqm_weight > 0:
             penalty = torch.tensor([min(25.0, sum(PENALTY[s["severity"]] for s in row)) for row in spans])
             score = score + self.xcomet_mqm_weight * ((25.0 - penalty) / 25.0).to(score)
@@ -199,11 +205,22 @@ class UnifiedMetric(MetricModel):
         return self.predict_spans(batch)[0]
 
 
-def decode_runs(probs: torch.Tensor, offsets: Sequence[tuple[int, int]], labels: Sequence[str]) -> list[dict]:
-    """Character spans from mt tokens' tag probabilities [>= n, 1 + labels] and their ``offsets``: runs of
-    tokens with the same error tag (the most probable) become one span, its confidence that tag's mean
-    probability."""
-    tags = probs[: len(offsets)].argmax(dim=-1).tolist()
+def error_tags(probs: torch.Tensor, threshold: Optional[float] = None) -> torch.Tensor:
+    """Each token's tag from its probabilities [..., 1 + labels]: the most probable; with a ``threshold``
+    (COMET's ``decoding_threshold``), an error when the error tags' probabilities sum above it, then the
+    most probable error tag."""
+    if threshold is None:
+        return probs.argmax(dim=-1)
+    error = probs[..., 1:].sum(dim=-1) > threshold
+    return torch.where(error, probs[..., 1:].argmax(dim=-1) + 1, torch.zeros_like(error, dtype=torch.long))
+
+
+def decode_runs(
+    probs: torch.Tensor, tags: torch.Tensor, offsets: Sequence[tuple[int, int]], labels: Sequence[str]
+) -> list[dict]:
+    """Character spans from mt tokens' tag probabilities [>= n, 1 + labels], tags and ``offsets``: runs of
+    tokens with the same error tag become one span, its confidence that tag's mean probability."""
+    tags = tags[: len(offsets)].tolist()
     spans, i = [], 0
     while i < len(tags):
         j = i + 1
@@ -219,14 +236,17 @@ def decode_runs(probs: torch.Tensor, offsets: Sequence[tuple[int, int]], labels:
     return spans
 
 
-def decode_comet(probs: torch.Tensor, raw_offsets: Sequence[tuple[int, int]], labels: Sequence[str]) -> list[dict]:
+def decode_comet(
+    probs: torch.Tensor, tags: torch.Tensor, raw_offsets: Sequence[tuple[int, int]], labels: Sequence[str]
+) -> list[dict]:
     """unbabel-comet's decoding (``UnifiedMetric.decode``), for imported models: over the mt's tokens with
     its two special tokens (offsets (0, 0)), a span opens at a token tagged with an error (the most
     probable tag), takes that tag's severity, runs through every following error-tagged token whatever
     its severity, and closes at the next OK token (a span still open after the last token is dropped);
     its confidence is the mean of its tokens' top probabilities."""
     offsets = [(0, 0), *raw_offsets, (0, 0)]
-    top, tags = probs[: len(offsets)].max(dim=-1)
+    tags = tags[: len(offsets)]
+    top = torch.where(tags > 0, probs[: len(offsets), 1:].max(dim=-1).values, probs[: len(offsets), 0])
     spans, span = [], None
     for (start, end), p, tag in zip(offsets, top.tolist(), tags.tolist()):
         if tag and span is None:
