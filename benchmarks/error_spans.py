@@ -2,9 +2,10 @@
 with ``word_weight: 0``) on generalMT2023's side-by-side MQM (en-de, zh-en; three raters per segment),
 against the span baselines, with settings chosen on the recipe's TED dev talks only.
 
-1. dev: the recipe's own validation split (one whole TED talk per pair, rebuilt from its config): the
-   BERTScore-alignment baseline's threshold and severity are chosen there (mt tokens against the source
-   through BERTScore-e5: the data has no references);
+1. dev: the recipe's own validation split (one whole TED talk per pair, rebuilt from its config), a seeded
+   sample of it: the candidate fit and its decoding threshold are chosen there, and so are the
+   BERTScore-alignment baseline's threshold and severity (mt tokens against the source through
+   BERTScore-e5: the data has no references);
 2. test (reporting only; nothing is chosen here): per language pair, character-level span F1 (severity
    ignored, and severity matching) with 95% bootstrap intervals for the recipe and the baselines (mark
    nothing, every word minor, BERTScore alignment), and segment Kendall with the MQM score for both fits.
@@ -37,6 +38,7 @@ TEST_FILES = {
     "zh-en": "generalMT2023/zhen/sxs_mqm_generalMT2023_zhen.3ratingsPerSegment.tsv",
 }
 GRID = np.round(np.arange(0.30, 0.951, 0.025), 3)
+THRESHOLDS = (None, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 E5 = "multilingual-e5-small"
 
 
@@ -62,6 +64,27 @@ def write_dev_sample(dev: dict, path: Path, per_pair: int, seed: int) -> Path:
     return path
 
 
+def dev_sample(dev: dict, n: int, seed: int) -> dict:
+    """A seeded sample of ``n`` dev rows: where the decoding thresholds and the candidate are chosen."""
+    idx = np.random.default_rng(seed).choice(len(dev["mt"]), size=min(n, len(dev["mt"])), replace=False)
+    return {k: [dev[k][i] for i in sorted(idx)] for k in ("mt", "src", "spans", "score", "lp")}
+
+
+def choose_decoding(folder: str, dev: dict) -> dict:
+    """The decoding threshold (None: the most probable tag) with the best dev span F1 (severity ignored,
+    then matched) for the unified export at ``folder``."""
+    metric = load_metric(folder)
+    tried = []
+    for threshold in THRESHOLDS:
+        metric.model.decoding_threshold = threshold
+        spans = metric.score(mt=dev["mt"], src=dev["src"]).extra["spans"]
+        row = span_scores(span_counts(spans, dev["spans"], dev["mt"]), resamples=1).row()
+        tried.append({"threshold": threshold, "f1": row["f1"], "f1_sev": row["f1_sev"]})
+        print(f"dev {folder} threshold {threshold}: F1 {row['f1']:.4f}, severity {row['f1_sev']:.4f}")
+    best = max(tried, key=lambda t: (t["f1"], t["f1_sev"]))
+    return {"folder": folder, **best, "tried": tried}
+
+
 def choose_alignment(scorer: BERTScorer, dev: dict) -> dict:
     matches = token_matches(scorer, dev["mt"], dev["src"])
     threshold, severity, f1 = choose_threshold(matches, dev["spans"], dev["mt"], GRID)
@@ -73,7 +96,7 @@ def span_row(name: str, spans, rows: dict, seed: int) -> dict:
     return {"name": name, **scores.row()}
 
 
-def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dict, seed: int) -> dict:
+def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dict, seed: int, threshold) -> dict:
     rows = read_mqm(str(path)).columns
     spans = {"mark nothing": mark_nothing(rows["mt"]), "every word minor": mark_every_word(rows["mt"])}
     matches = token_matches(scorer, rows["mt"], rows["src"])
@@ -81,7 +104,9 @@ def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dic
     sentence = {}
     for name, folder in models.items():
         start = time.perf_counter()
-        result = load_metric(folder).score(mt=rows["mt"], src=rows["src"], progress=True)
+        metric = load_metric(folder)
+        metric.model.decoding_threshold = threshold
+        result = metric.score(mt=rows["mt"], src=rows["src"], progress=True)
         sentence[name] = result.scores
         print(f"{lp} {name}: {len(rows['mt'])} rows in {time.perf_counter() - start:.0f} s")
         if name == "error-spans":
@@ -103,8 +128,10 @@ def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dic
 
 
 def markdown(report: dict) -> str:
+    model = report["model"]
     lines = [
-        f"Alignment baseline chosen on TED dev: threshold {report['alignment']['threshold']}, "
+        f"Chosen on TED dev: {model['folder']}, decoding threshold {model['threshold']} (dev F1 {model['f1']:.4f}); "
+        f"alignment baseline threshold {report['alignment']['threshold']}, "
         f"{report['alignment']['severity']} (dev F1 {report['alignment']['dev_f1']:.4f})",
         "",
     ]
@@ -130,7 +157,8 @@ def markdown(report: dict) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mqm", type=Path, default=common.REPO.parent / "wmt-mqm-human-evaluation")
-    p.add_argument("--model", default="checkpoints/error-spans")
+    p.add_argument("--model", nargs="+", default=["checkpoints/error-spans"], help="candidates, chosen on dev")
+    p.add_argument("--dev-rows", type=int, default=600)
     p.add_argument("--sentence-only", default="checkpoints/error-spans-sentence-only")
     p.add_argument("--out", type=Path, default=Path("runs/error-spans-bench"))
     p.add_argument("--seed", type=int, default=0)
@@ -139,12 +167,15 @@ def main() -> None:
     scorer = BERTScorer(E5)
     dev = dev_rows(args.mqm)
     write_dev_sample(dev, args.out / "dev_sample.jsonl", per_pair=4, seed=args.seed)
-    chosen = choose_alignment(scorer, dev)
-    print(f"dev choice: {chosen}")
-    models = {"error-spans": args.model, "sentence only (word_weight 0)": args.sentence_only}
-    report = {"alignment": chosen, "bertscore": scorer.signature, "test": {}}
+    sample = dev_sample(dev, args.dev_rows, args.seed)
+    candidates = [choose_decoding(folder, sample) for folder in args.model]
+    model = max(candidates, key=lambda c: (c["f1"], c["f1_sev"]))
+    chosen = choose_alignment(scorer, sample)
+    print(f"dev choice: {model['folder']} threshold {model['threshold']}; alignment {chosen}")
+    models = {"error-spans": model["folder"], "sentence only (word_weight 0)": args.sentence_only}
+    report = {"candidates": candidates, "model": model, "alignment": chosen, "bertscore": scorer.signature, "test": {}}
     for lp, name in TEST_FILES.items():
-        report["test"][lp] = test_pair(lp, args.mqm / name, models, scorer, chosen, args.seed)
+        report["test"][lp] = test_pair(lp, args.mqm / name, models, scorer, chosen, args.seed, model["threshold"])
     (args.out / "report.json").write_text(json.dumps(report, indent=1, default=float))
     (args.out / "report.md").write_text(markdown(report))
     print(markdown(report))
