@@ -8,9 +8,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from lightning_metrics.data.mqm import character_levels
 from lightning_metrics.encoders.segments import encode_segments
 from lightning_metrics.encoders.sequences import encode_pairs, pad_sequences, unique_sentence_groups
+from lightning_metrics.spans import IGNORED_TOKEN, character_levels
 
 
 class RowsDataset(Dataset):
@@ -170,9 +170,6 @@ class SentencesCollate:
         )  # a token budget: as few groups as fit it
         groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, columns, size, self.group_tokens)
         return {"inputs": groups, "positions": positions, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
-
-
-IGNORED_TOKEN = -100  # label of positions the token loss skips (special tokens, src, ref, padding)
 
 
 class SegmentsCollate:

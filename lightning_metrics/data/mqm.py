@@ -34,13 +34,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from lightning_metrics.errors import InputError
+from lightning_metrics.spans import SEVERITIES, character_levels
 
 log = logging.getLogger(__name__)
 
-SEVERITIES = ("minor", "major", "critical")  # label i+1 of the token head; 0 is OK
 WEIGHTS = {"minor": 1.0, "major": 5.0, "critical": 10.0, "neutral": 0.0, "no-error": 0.0}
 NOT_ANNOTATIONS = ("hotw-test",)  # side-by-side files' attention checks
 REQUIRED = ("system", "doc", "rater", "source", "target", "category", "severity")
@@ -195,18 +193,6 @@ def _trimmed(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[i
     shift, kept = len(text) - len(text.lstrip()), text.strip()
     clip = lambda i: min(max(i - shift, 0), len(kept))  # noqa: E731
     return kept, [(clip(a), clip(b)) for a, b in spans]
-
-
-def character_levels(spans, length: int) -> np.ndarray:
-    """Per character of a text of ``length``: 0 (no error) or 1 + the index of its severity in
-    :data:`SEVERITIES`; where spans overlap, the highest severity."""
-    levels = np.zeros(length, dtype=np.int8)
-    for span in spans:
-        start, end = max(0, int(span["start"])), min(length, int(span["end"]))
-        if end > start:
-            rank = SEVERITIES.index(span["severity"]) + 1
-            levels[start:end] = np.maximum(levels[start:end], rank)
-    return levels
 
 
 def merge_spans(spans_per_rater: list[list[dict]], length: int) -> list[dict]:

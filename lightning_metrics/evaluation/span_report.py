@@ -8,7 +8,7 @@ import html
 from collections import Counter
 from typing import Optional, Sequence
 
-from lightning_metrics.data.mqm import SEVERITIES
+from lightning_metrics.spans import SEVERITIES
 
 COLOURS = {"minor": "#ffe08a", "major": "#ff9b73", "critical": "#e0457b"}
 

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lightning_metrics.data.mqm import character_levels
+from lightning_metrics.spans import character_levels
 
 VARIANTS = ("severity ignored", "severity must match")
 

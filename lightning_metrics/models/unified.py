@@ -15,8 +15,8 @@ and XCOMET style), a sentence score and the mt's error spans.
 - spans (``decoding``): ``runs`` makes each run of mt tokens with one error tag a span (character offsets
   into the mt without leading whitespace, the severity, the tag's mean probability as confidence);
   ``decoding_threshold`` t marks a token as an error when its error tags' probabilities sum above t
-  (COMET's option; default: the most probable tag); ``comet`` decodes as unbabel-comet does, for imported models (:func:`decode_comet`), which also cut
-  long rows as COMET does (``truncation: comet``);
+  (COMET's option; default: the most probable tag); ``comet`` decodes as unbabel-comet does, for
+  imported models (:func:`decode_comet`), which also cut long rows as COMET does (``truncation: comet``);
 - ``xcomet_mqm_weight`` w > 0 gives XCOMET's final score: each view's score capped at 1, weighted, plus
   w times ``(25 - min(25, penalty)) / 25`` with the spans' penalty (minor 1, major 5, critical 10), for
   models scored on XCOMET's 0-1 scale.
@@ -29,11 +29,10 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
-from lightning_metrics.data.batching import IGNORED_TOKEN
-from lightning_metrics.data.mqm import SEVERITIES
 from lightning_metrics.encoders.inference import attention_kernels
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.base import MetricModel
+from lightning_metrics.spans import IGNORED_TOKEN, SEVERITIES
 
 SEGMENT_FIELDS = ("src", "ref")
 DECODINGS = ("runs", "comet")
