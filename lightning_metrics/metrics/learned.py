@@ -9,22 +9,18 @@ a chunk:
   before chunking, so a source or reference shared by many systems is encoded once.
 
 Scores come back in input order. ``devices > 1`` scores with Lightning's DDP prediction
-(``ddp_spawn``); every rank writes its ``[index, score]`` rows and the parent puts them back
-in input order, dropping the repeats a distributed sampler pads with.
+(:mod:`~lightning_metrics.metrics.distributed`).
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
-from pytorch_lightning.callbacks import BasePredictionWriter
 
 from lightning_metrics.encoders.inference import (
-    CPU_BATCH_ROWS,
     ScoreOptions,
     batch_limits,
     check_precision,
@@ -101,7 +97,9 @@ class LearnedMetric(Metric):
         if options.devices > 1:
             if self.model.input_format == "segments":
                 raise LightningMetricsError(f"{self.name}: a unified model scores on one device (--devices 1)")
-            return self._score_distributed(columns, options, signals).tolist()
+            from lightning_metrics.metrics.distributed import score_distributed
+
+            return score_distributed(self, columns, options, signals).tolist()
         return self._score_local(columns, options, signals).tolist()
 
     def stochastic_scores(self, columns, passes, seed, options: ScoreOptions) -> np.ndarray:
@@ -305,53 +303,6 @@ class LearnedMetric(Metric):
                 digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         return digest.hexdigest()
 
-    # -- several processes -------------------------------------------------------------------
-    def _score_distributed(
-        self, columns: dict[str, list[str]], options: ScoreOptions, signals: np.ndarray | None
-    ) -> np.ndarray:
-        import pytorch_lightning as pl
-        from torch.utils.data import DataLoader
-
-        from lightning_metrics.data.batching import CrossEncoderCollate, RowsDataset, SentencesCollate
-
-        n = len(columns["mt"])
-        order = sorted(range(n), key=lambda i: sum(len(v[i]) for v in columns.values()))
-        table = take_rows(columns, order)
-        if signals is not None:
-            table["signals"] = list(signals[order])
-        dataset = RowsDataset(table)
-        if self.model.input_format == "sentences":
-            collate = SentencesCollate(self.tokenizer, self.max_length, self.inputs, [], {}, {})
-        else:
-            collate = CrossEncoderCollate(self.tokenizer, self.max_length, [], {}, {})
-        gpu = options.device.startswith("cuda")
-        self.set_precision(
-            resolve_precision(self.precision, options.device)
-        )  # in the weights: the trainer runs 32-true
-        with tempfile.TemporaryDirectory(prefix="lm-score-") as tmp:
-            trainer = pl.Trainer(
-                accelerator="gpu" if gpu else "cpu",
-                devices=options.devices,
-                strategy="ddp_spawn",
-                precision="32-true",
-                logger=False,
-                enable_checkpointing=False,
-                enable_model_summary=False,
-                enable_progress_bar=options.progress,
-                callbacks=[RankRowsWriter(tmp)],
-            )
-            loader = DataLoader(
-                dataset, batch_size=options.batch_size or CPU_BATCH_ROWS, collate_fn=collate
-            )  # rows per rank and step
-            trainer.predict(self.model, loader, return_predictions=False)
-            rows = np.concatenate([np.load(f) for f in sorted(Path(tmp).glob("rank-*.npy"))])
-        positions, first = np.unique(rows[:, 0].astype(np.int64), return_index=True)  # padding repeats some rows
-        if len(positions) != n or positions[0] != 0 or positions[-1] != n - 1:
-            raise LightningMetricsError(f"distributed scoring returned {len(positions)} of {n} rows")
-        out = np.zeros(n)
-        out[np.asarray(order)] = rows[first, 1]
-        return out
-
 
 def chunk_order(columns: dict[str, list[str]]) -> list[int]:
     """Rows grouped by their reference (else source), groups in order of first appearance, so rows
@@ -407,18 +358,3 @@ def load_export_tokenizer(export):
         return AutoTokenizer.from_pretrained(str(export.path), local_files_only=True)
     except (OSError, ValueError, TypeError) as e:
         raise InputError(str(export.path), f"the tokenizer files do not load ({str(e).splitlines()[0]})") from None
-
-
-class RankRowsWriter(BasePredictionWriter):
-    """Saves each rank's ``[index, score]`` prediction rows to ``rank-<r>.npy`` in ``folder``."""
-
-    def __init__(self, folder: str):
-        super().__init__(write_interval="batch")
-        self.folder, self.rows = folder, []
-
-    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx=0):
-        self.rows.append(prediction.detach().double().cpu().numpy())
-
-    def on_predict_epoch_end(self, trainer, pl_module):
-        rows = np.concatenate(self.rows) if self.rows else np.zeros((0, 2))
-        np.save(Path(self.folder) / f"rank-{trainer.global_rank}.npy", rows)
