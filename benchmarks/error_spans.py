@@ -38,7 +38,7 @@ TEST_FILES = {
     "zh-en": "generalMT2023/zhen/sxs_mqm_generalMT2023_zhen.3ratingsPerSegment.tsv",
 }
 GRID = np.round(np.arange(0.30, 0.951, 0.025), 3)
-THRESHOLDS = (None, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+THRESHOLDS = (None, 0.1, 0.2, 0.3, 0.4, 0.5)
 E5 = "multilingual-e5-small"
 
 
@@ -158,7 +158,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mqm", type=Path, default=common.REPO.parent / "wmt-mqm-human-evaluation")
     p.add_argument("--model", nargs="+", default=["checkpoints/error-spans"], help="candidates, chosen on dev")
-    p.add_argument("--dev-rows", type=int, default=600)
+    p.add_argument("--dev-rows", type=int, default=500)
     p.add_argument("--sentence-only", default="checkpoints/error-spans-sentence-only")
     p.add_argument("--out", type=Path, default=Path("runs/error-spans-bench"))
     p.add_argument("--seed", type=int, default=0)
