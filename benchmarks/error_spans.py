@@ -111,6 +111,7 @@ def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dic
         print(f"{lp} {name}: {len(rows['mt'])} rows in {time.perf_counter() - start:.0f} s")
         if name == "error-spans":
             spans[name] = result.extra["spans"]
+    sentence["BERTScore-e5 F1, mt against src"] = scorer.score(rows["mt"], rows["src"]).f1.tolist()
     kendall = correlate_metrics(sentence, rows["score"], None, rows["system"], bootstrap=1000, seed=seed)
     return {
         "rows": len(rows["mt"]),
