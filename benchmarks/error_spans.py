@@ -70,10 +70,10 @@ def dev_sample(dev: dict, n: int, seed: int) -> dict:
     return {k: [dev[k][i] for i in sorted(idx)] for k in ("mt", "src", "spans", "score", "lp")}
 
 
-def choose_decoding(folder: str, dev: dict) -> dict:
+def choose_decoding(folder: str, dev: dict, max_length: int) -> dict:
     """The decoding threshold (None: the most probable tag) with the best dev span F1 (severity ignored,
     then matched) for the unified export at ``folder``."""
-    metric = load_metric(folder)
+    metric = load_metric(folder, max_length=max_length)
     tried = []
     for threshold in THRESHOLDS:
         metric.model.decoding_threshold = threshold
@@ -96,7 +96,9 @@ def span_row(name: str, spans, rows: dict, seed: int) -> dict:
     return {"name": name, **scores.row()}
 
 
-def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dict, seed: int, threshold) -> dict:
+def test_pair(
+    lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dict, seed: int, threshold, max_length
+) -> dict:
     rows = read_mqm(str(path)).columns
     spans = {"mark nothing": mark_nothing(rows["mt"]), "every word minor": mark_every_word(rows["mt"])}
     matches = token_matches(scorer, rows["mt"], rows["src"])
@@ -104,7 +106,7 @@ def test_pair(lp: str, path: Path, models: dict, scorer: BERTScorer, chosen: dic
     sentence = {}
     for name, folder in models.items():
         start = time.perf_counter()
-        metric = load_metric(folder)
+        metric = load_metric(folder, max_length=max_length)
         metric.model.decoding_threshold = threshold
         result = metric.score(mt=rows["mt"], src=rows["src"], progress=True)
         sentence[name] = result.scores
@@ -160,6 +162,7 @@ def main() -> None:
     p.add_argument("--mqm", type=Path, default=common.REPO.parent / "wmt-mqm-human-evaluation")
     p.add_argument("--model", nargs="+", default=["checkpoints/error-spans"], help="candidates, chosen on dev")
     p.add_argument("--dev-rows", type=int, default=500)
+    p.add_argument("--max-length", type=int, default=512, help="tokens per sequence: generalMT2023 has paragraphs")
     p.add_argument("--sentence-only", default="checkpoints/error-spans-sentence-only")
     p.add_argument("--out", type=Path, default=Path("runs/error-spans-bench"))
     p.add_argument("--seed", type=int, default=0)
@@ -169,14 +172,16 @@ def main() -> None:
     dev = dev_rows(args.mqm)
     write_dev_sample(dev, args.out / "dev_sample.jsonl", per_pair=4, seed=args.seed)
     sample = dev_sample(dev, args.dev_rows, args.seed)
-    candidates = [choose_decoding(folder, sample) for folder in args.model]
+    candidates = [choose_decoding(folder, sample, args.max_length) for folder in args.model]
     model = max(candidates, key=lambda c: (c["f1"], c["f1_sev"]))
     chosen = choose_alignment(scorer, sample)
     print(f"dev choice: {model['folder']} threshold {model['threshold']}; alignment {chosen}")
     models = {"error-spans": model["folder"], "sentence only (word_weight 0)": args.sentence_only}
     report = {"candidates": candidates, "model": model, "alignment": chosen, "bertscore": scorer.signature, "test": {}}
     for lp, name in TEST_FILES.items():
-        report["test"][lp] = test_pair(lp, args.mqm / name, models, scorer, chosen, args.seed, model["threshold"])
+        report["test"][lp] = test_pair(
+            lp, args.mqm / name, models, scorer, chosen, args.seed, model["threshold"], args.max_length
+        )
     (args.out / "report.json").write_text(json.dumps(report, indent=1, default=float))
     (args.out / "report.md").write_text(markdown(report))
     print(markdown(report))
