@@ -13,7 +13,8 @@ and XCOMET style), a sentence score and the mt's error spans.
   reads a three-segment model as mt+src, mt+ref and mt+src+ref, weighted 1/6, 1/3, 1/2 for spans);
   training reads all ``segments`` in one sequence;
 - spans (``decoding``): ``runs`` makes each run of mt tokens with one error tag a span (character offsets
-  into the mt without leading whitespace, the severity, the tag's mean probability as confidence);
+  into the mt without leading whitespace, the severity, and as confidence the mean probability that its
+  tokens are errors);
   ``decoding_threshold`` t marks a token as an error when its error tags' probabilities sum above t
   (COMET's option; default: the most probable tag); ``comet`` decodes as unbabel-comet does, for
   imported models (:func:`decode_comet`), which also cut long rows as COMET does (``truncation: comet``);
@@ -218,7 +219,8 @@ def decode_runs(
     probs: torch.Tensor, tags: torch.Tensor, offsets: Sequence[tuple[int, int]], labels: Sequence[str]
 ) -> list[dict]:
     """Character spans from mt tokens' tag probabilities [>= n, 1 + labels], tags and ``offsets``: runs of
-    tokens with the same error tag become one span, its confidence that tag's mean probability."""
+    tokens with the same error tag become one span, its confidence the mean probability that its tokens
+    are errors (1 - P(OK))."""
     tags = tags[: len(offsets)].tolist()
     spans, i = [], 0
     while i < len(tags):
@@ -227,7 +229,7 @@ def decode_runs(
             j += 1
         start, end = offsets[i][0], offsets[j - 1][1]
         if tags[i] and end > start:
-            confidence = float(probs[i:j, tags[i]].mean())
+            confidence = float((1 - probs[i:j, 0]).mean())  # the chance its tokens are wrong at all
             spans.append(
                 {"start": int(start), "end": int(end), "severity": labels[tags[i] - 1], "confidence": confidence}
             )
