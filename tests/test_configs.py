@@ -49,6 +49,7 @@ RUN_IN_WORKFLOW = {
     "configs/comet/estimator.yaml",
     "configs/comet/referenceless.yaml",
     "configs/comet/ranking.yaml",
+    "configs/recipes/error-spans.yaml",  # tests/test_span_workflow.py
 }
 
 
