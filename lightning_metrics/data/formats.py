@@ -15,7 +15,7 @@ from lightning_metrics.data.mqm import is_mqm_header, read_mqm
 from lightning_metrics.errors import InputError
 
 TABULAR = {".csv": ",", ".tsv": "\t"}
-STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id", "seg_id")  # kept as text, never read as numbers
+STRING_COLUMNS = ("src", "mt", "ref", "lp", "system", "doc_id")  # kept as text, never read as numbers
 TABLE_SUFFIXES = (*TABULAR, ".jsonl", ".parquet")
 
 
