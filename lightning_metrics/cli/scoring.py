@@ -145,7 +145,7 @@ def run_score(cfg) -> int:
                     k: {
                         "system_score": r.system_score,
                         "scores": r.scores,
-                        **{k: r.extra[k] for k in ("std", "spans") if k in r.extra},
+                        **{name: r.extra[name] for name in ("std", "spans") if name in r.extra},
                     }
                     for k, r in results.items()
                 },
