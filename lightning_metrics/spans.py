@@ -5,11 +5,12 @@ character offsets into the mt, end exclusive."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 SEVERITIES = ("minor", "major", "critical")
+SEVERITY_WEIGHTS = {"minor": 1.0, "major": 5.0, "critical": 10.0}  # MQM's weights (XCOMET's span penalty too)
 IGNORED_TOKEN = -100  # the tag of positions a token loss skips (special tokens, src, ref, padding)
 
 
@@ -23,3 +24,12 @@ def character_levels(spans: Sequence[dict], length: int) -> np.ndarray:
             rank = SEVERITIES.index(span["severity"]) + 1
             levels[start:end] = np.maximum(levels[start:end], rank)
     return levels
+
+
+def runs(values: Sequence) -> Iterator[tuple[int, int, object]]:
+    """``(start, end, value)`` for each run of equal consecutive ``values`` (end exclusive)."""
+    start = 0
+    for i in range(1, len(values) + 1):
+        if i == len(values) or values[i] != values[start]:
+            yield start, i, values[start]
+            start = i

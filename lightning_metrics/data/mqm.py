@@ -35,15 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lightning_metrics.errors import InputError
-from lightning_metrics.spans import SEVERITIES, character_levels
+from lightning_metrics.spans import SEVERITIES, SEVERITY_WEIGHTS, character_levels, runs
 
 log = logging.getLogger(__name__)
 
-WEIGHTS = {"minor": 1.0, "major": 5.0, "critical": 10.0, "neutral": 0.0, "no-error": 0.0}
+WEIGHTS = {**SEVERITY_WEIGHTS, "neutral": 0.0, "no-error": 0.0}
 NOT_ANNOTATIONS = ("hotw-test",)  # side-by-side files' attention checks
 REQUIRED = ("system", "doc", "rater", "source", "target", "category", "severity")
 SEGMENT_COLUMNS = ("seg_id", "globalSegId")
-OPEN, CLOSE = "<v>", "</v>"
+OPEN = "<v>"
 _MARK = re.compile(r"</?v>")
 _LP = re.compile(r"_([a-z]{2})([a-z]{2})(?:[._]|$)")
 
@@ -197,16 +197,8 @@ def _trimmed(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[i
 
 def merge_spans(spans_per_rater: list[list[dict]], length: int) -> list[dict]:
     """Spans over raters merged: each character at the highest severity any rater gave it (end exclusive)."""
-    level = character_levels([s for spans in spans_per_rater for s in spans], length)
-    merged, i = [], 0
-    while i < length:
-        j = i + 1
-        while j < length and level[j] == level[i]:
-            j += 1
-        if level[i]:
-            merged.append({"start": i, "end": j, "severity": SEVERITIES[level[i] - 1]})
-        i = j
-    return merged
+    level = character_levels([s for spans in spans_per_rater for s in spans], length).tolist()
+    return [{"start": i, "end": j, "severity": SEVERITIES[v - 1]} for i, j, v in runs(level) if v]
 
 
 def _columns(entries: list[dict], lp: str | None) -> dict[str, list]:

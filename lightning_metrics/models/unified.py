@@ -33,11 +33,10 @@ from torch import nn
 from lightning_metrics.encoders.inference import attention_kernels
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.base import MetricModel
-from lightning_metrics.spans import IGNORED_TOKEN, SEVERITIES
+from lightning_metrics.spans import IGNORED_TOKEN, SEVERITIES, SEVERITY_WEIGHTS, runs
 
 SEGMENT_FIELDS = ("src", "ref")
 DECODINGS = ("runs", "comet")
-PENALTY = {"minor": 1.0, "major": 5.0, "critical": 10.0}
 
 
 def check_segments(segments: Sequence[str], name: str = "model.segments") -> tuple[str, ...]:
@@ -193,7 +192,7 @@ class UnifiedMetric(MetricModel):
                 decode_runs(probs[i, 1:], tags[i, 1:], o, self.error_labels) for i, o in enumerate(batch["mt_offsets"])
             ]
         if self.xcomet_mqm_weight > 0:
-            penalty = torch.tensor([min(25.0, sum(PENALTY[s["severity"]] for s in row)) for row in spans])
+            penalty = torch.tensor([min(25.0, sum(SEVERITY_WEIGHTS[s["severity"]] for s in row)) for row in spans])
             score = score + self.xcomet_mqm_weight * ((25.0 - penalty) / 25.0).to(score)
         return score, spans
 
@@ -221,19 +220,12 @@ def decode_runs(
     """Character spans from mt tokens' tag probabilities [>= n, 1 + labels], tags and ``offsets``: runs of
     tokens with the same error tag become one span, its confidence the mean probability that its tokens
     are errors (1 - P(OK))."""
-    tags = tags[: len(offsets)].tolist()
-    spans, i = [], 0
-    while i < len(tags):
-        j = i + 1
-        while j < len(tags) and tags[j] == tags[i]:
-            j += 1
+    spans = []
+    for i, j, tag in runs(tags[: len(offsets)].tolist()):
         start, end = offsets[i][0], offsets[j - 1][1]
-        if tags[i] and end > start:
+        if tag and end > start:
             confidence = float((1 - probs[i:j, 0]).mean())  # the chance its tokens are wrong at all
-            spans.append(
-                {"start": int(start), "end": int(end), "severity": labels[tags[i] - 1], "confidence": confidence}
-            )
-        i = j
+            spans.append({"start": int(start), "end": int(end), "severity": labels[tag - 1], "confidence": confidence})
     return spans
 
 
