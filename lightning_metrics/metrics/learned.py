@@ -250,7 +250,7 @@ class LearnedMetric(Metric):
 
     def segment_extras(self) -> dict:
         """The last scoring's error spans per row (a unified model's), for ``ScoreResult.extra``."""
-        return {"spans": list(self.spans)} if getattr(self, "spans", None) is not None else {}
+        return {"spans": list(self.spans)} if self.spans is not None else {}
 
     def _chunk_sentences(
         self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None

@@ -100,6 +100,7 @@ class UnifiedMetric(MetricModel):
         self.register_buffer("word_class_weights", weights, persistent=False)
         self.head = self.make_head(self.hidden_size)
         self.token_head = nn.Linear(self.hidden_size, 1 + len(self.error_labels)) if self.error_labels else None
+        self._token_counts: Optional[torch.Tensor] = None  # validation's [hits, predicted, annotated] tags
         self.init_head()
 
     def forward(self, batch: dict) -> torch.Tensor:
@@ -154,13 +155,12 @@ class UnifiedMetric(MetricModel):
         annotated = labels > 0
         predicted = (self.token_logits.argmax(dim=-1) > 0) & (labels >= 0)
         counts = torch.stack([(predicted & annotated).sum(), predicted.sum(), annotated.sum()]).double()
-        earlier = getattr(self, "_token_counts", None)
-        self._token_counts = counts if earlier is None else earlier + counts
+        self._token_counts = counts if self._token_counts is None else self._token_counts + counts
 
     def on_validation_epoch_end(self) -> None:
         """Logs ``val_token_f1`` (mt tokens tagged as errors, severity ignored, over every rank) beside the
         correlations."""
-        counts = getattr(self, "_token_counts", None)
+        counts = self._token_counts
         if counts is not None:
             hit, predicted, annotated = self.all_gather(counts).reshape(-1, 3).sum(dim=0).tolist()
             precision, recall = hit / max(predicted, 1), hit / max(annotated, 1)
@@ -172,16 +172,7 @@ class UnifiedMetric(MetricModel):
     def predict_spans(self, batch: dict) -> tuple[torch.Tensor, list[list[dict]]]:
         """Scores [B] and each row's error spans (``start``, ``end``, ``severity``, ``confidence``) over the
         views in ``batch["views"]`` (else ``batch["inputs"]`` alone)."""
-        views = batch.get("views") or [batch["inputs"]]
-        view_weights, span_weights = (self.view_weights, self.span_weights) if len(views) > 1 else ([1.0], [1.0])
-        scores, probs = [], None
-        n_mt = max((len(o) for o in batch["mt_offsets"]), default=0) + 2  # the mt and its special tokens
-        for inputs, w_score, w_span in zip(views, view_weights, span_weights):
-            scores.append(w_score * self._capped(self.scores_from(self({**batch, "inputs": inputs}))))
-            if self.token_head is not None:
-                p = torch.softmax(self.token_logits.float(), dim=-1)[:, :n_mt].cpu() * w_span
-                probs = p if probs is None else probs + p
-        score = torch.stack(scores).sum(dim=0)
+        score, probs = self._read_views(batch, with_tags=True)
         if probs is None:
             return score, [[] for _ in batch["mt_offsets"]]
         tags = error_tags(probs, self.decoding_threshold)
@@ -196,12 +187,29 @@ class UnifiedMetric(MetricModel):
             score = score + self.xcomet_mqm_weight * ((25.0 - penalty) / 25.0).to(score)
         return score, spans
 
+    def _read_views(self, batch: dict, with_tags: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """The views' weighted score [B], and (``with_tags``, for a model with a token head) their weighted
+        tag probabilities over the mt and its special tokens [B, n, 1 + labels], on the CPU."""
+        views = batch.get("views") or [batch["inputs"]]
+        view_weights, span_weights = (self.view_weights, self.span_weights) if len(views) > 1 else ([1.0], [1.0])
+        scores, probs = [], None
+        n_mt = max((len(o) for o in batch["mt_offsets"]), default=0) + 2  # the mt and its special tokens
+        for inputs, w_score, w_span in zip(views, view_weights, span_weights):
+            scores.append(w_score * self._capped(self.scores_from(self({**batch, "inputs": inputs}))))
+            if with_tags and self.token_head is not None:
+                p = torch.softmax(self.token_logits.float(), dim=-1)[:, :n_mt].cpu() * w_span
+                probs = p if probs is None else probs + p
+        return torch.stack(scores).sum(dim=0), probs
+
     def _capped(self, scores: torch.Tensor) -> torch.Tensor:
         """XCOMET caps each view's regression score at 1 before mixing in the span score."""
         return scores.clamp(max=1.0) if self.xcomet_mqm_weight > 0 else scores
 
     def predict_scores(self, batch: dict) -> torch.Tensor:
-        return self.predict_spans(batch)[0]
+        """Scores [B]; the spans are decoded only where the score reads them (XCOMET's mix)."""
+        if self.xcomet_mqm_weight > 0:
+            return self.predict_spans(batch)[0]
+        return self._read_views(batch, with_tags=False)[0]
 
 
 def error_tags(probs: torch.Tensor, threshold: Optional[float] = None) -> torch.Tensor:
