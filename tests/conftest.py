@@ -140,9 +140,11 @@ def write_csv():
     return _write_csv
 
 
-def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Path:
-    """``model`` trained one step on the ratings file ``data`` and exported to ``folder/name`` (a real,
-    if untrained, metric)."""
+def export_tiny(
+    model, encoder: Path, data: Path, folder: Path, name: str, steps: int = 1, batch_size: int = 16
+) -> Path:
+    """``model`` trained ``steps`` steps (one by default: a real, if untrained, metric) of ``batch_size``
+    rows on the ratings file ``data`` and exported to ``folder/name``."""
     import pytorch_lightning as pl
 
     from lightning_metrics.data.modules import RatingsDataModule
@@ -150,7 +152,7 @@ def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Pa
 
     pl.seed_everything(0)
     trainer = pl.Trainer(
-        max_steps=1,
+        max_steps=steps,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
@@ -160,7 +162,11 @@ def export_tiny(model, encoder: Path, data: Path, folder: Path, name: str) -> Pa
     trainer.fit(
         model,
         RatingsDataModule(
-            train=str(data), val=str(data), encoder=str(encoder), batches={"batch_size": 16}, layout=model.batch_layout
+            train=str(data),
+            val=str(data),
+            encoder=str(encoder),
+            batches={"batch_size": batch_size},
+            layout=model.batch_layout,
         ),
     )
     trainer.save_checkpoint(folder / f"{name}.ckpt")

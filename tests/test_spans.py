@@ -7,6 +7,7 @@ import logging
 
 import numpy as np
 import pytest
+from conftest import export_tiny
 
 from lightning_metrics.data.mqm import merge_spans, read_mqm, strip_markup
 from lightning_metrics.errors import InputError
@@ -120,10 +121,8 @@ def test_unified_model_learns_spans_and_exports(tmp_path, tiny_encoder):
     """Overfit a tiny unified model on spans; its export scores offline and finds the spans."""
     import pytorch_lightning as pl
 
-    from lightning_metrics.data.modules import RatingsDataModule
     from lightning_metrics.metrics import load_metric
     from lightning_metrics.models import UnifiedMetric
-    from lightning_metrics.training.export import export_checkpoint
 
     rows = []
     words = ["cat", "dog", "mat", "train", "window", "museum"]
@@ -140,20 +139,7 @@ def test_unified_model_learns_spans_and_exports(tmp_path, tiny_encoder):
         word_weight=1.0,
         optim={"lr_encoder": 3e-3, "lr_head": 3e-3, "warmup_ratio": 0.0},
     )
-    dm = RatingsDataModule(
-        train=data, val=data, encoder=str(tiny_encoder), batches={"batch_size": 18}, layout=model.batch_layout
-    )
-    trainer = pl.Trainer(
-        max_steps=120,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-    )
-    trainer.fit(model, dm)
-    trainer.save_checkpoint(tmp_path / "u.ckpt")
-    folder = export_checkpoint(tmp_path / "u.ckpt", tmp_path / "unified")
+    folder = export_tiny(model, tiny_encoder, data, tmp_path, "unified", steps=120, batch_size=18)
     metric = load_metric(str(folder))
     assert metric.inputs == ("mt", "src")
     result = metric.score(
