@@ -7,7 +7,8 @@ target (or, for a source-side error, in the source); a rater who found nothing l
 
 - ``src``, ``mt`` (the texts without markup and without surrounding whitespace, where raters' copies
   of a segment may differ), ``lp`` (from the file name, ``_ende`` -> ``en-de``),
-  ``system``, ``doc_id``, ``seg_id``, ``raters`` (how many rated it);
+  ``system``, ``doc_id`` (the document), ``seg_id`` (the segment in the test set; ``doc:position``
+  where the file gives none), ``doc_seg_id`` (its position in the document), ``raters`` (how many rated it);
 - ``score``: the segment's MQM score by the standard weighting (Freitag et al. 2021): minor 1, major 5,
   critical 10, minor ``Fluency/Punctuation`` 0.1, ``Non-translation`` 25, neutral 0; summed per rater,
   negated and averaged over the segment's raters (the repository's ``avg_seg_scores``);
@@ -158,14 +159,15 @@ def _records(path: str, text: str) -> tuple[list[str], list[tuple[int, list[str]
 
 def _add_annotation(segments: dict, record: dict, severity: str, path: str, row: int, skipped: Counter) -> None:
     """Adds one annotation row to its (segment, system) entry, checking its markup."""
-    seg = record.get("seg_id", record.get("globalSegId"))
-    key = (record["system"], seg)
+    seg, position = _segment_ids(record)
+    key = (record["system"], record["doc"], position, seg)
     mt, mt_spans = _trimmed(*strip_markup(record["target"], path, row))
     src, src_spans = _trimmed(*strip_markup(record["source"], path, row))
     entry = segments.get(key)
     if entry is None:
         doc = record["doc"]
-        entry = segments[key] = {"system": record["system"], "seg_id": str(seg), "doc_id": doc, "src": src, "mt": mt}
+        entry = segments[key] = {"system": record["system"], "seg_id": seg, "doc_id": doc, "src": src, "mt": mt}
+        entry["doc_seg_id"] = position
         entry.update(weights={}, rater_spans={}, source_spans=[])
     elif mt != entry["mt"]:
         raise InputError(path, f"the target without its <v> tags differs from the segment's text ({key})", row=row)
@@ -188,6 +190,16 @@ def _add_annotation(segments: dict, record: dict, severity: str, path: str, row:
         entry["source_spans"].append({"start": start, "end": end, "severity": severity, "rater": rater})
 
 
+def _segment_ids(record: dict) -> tuple[str, str]:
+    """The segment's id in the test set and its position in its document. Files without global ids
+    (``-1``, as in the en-ru files of WMT-QE 2022) name a segment by document and position."""
+    position = str(record.get("doc_id", record.get("docSegId", "")))
+    seg = str(record.get("seg_id", record.get("globalSegId")))
+    if seg.strip() in ("", "-1"):
+        seg = f"{record['doc']}:{position}"
+    return seg, position
+
+
 def _trimmed(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """``text`` without surrounding whitespace (raters' copies differ there), the spans moved and clipped to it."""
     shift, kept = len(text) - len(text.lstrip()), text.strip()
@@ -202,7 +214,9 @@ def merge_spans(spans_per_rater: list[list[dict]], length: int) -> list[dict]:
 
 
 def _columns(entries: list[dict], lp: str | None) -> dict[str, list]:
-    columns: dict[str, list] = {k: [] for k in ("src", "mt", "score", "system", "doc_id", "seg_id", "raters")}
+    columns: dict[str, list] = {
+        k: [] for k in ("src", "mt", "score", "system", "doc_id", "seg_id", "doc_seg_id", "raters")
+    }
     columns.update(spans=[], rater_spans=[], source_spans=[])
     for e in entries:
         weights = e["weights"]
@@ -210,7 +224,7 @@ def _columns(entries: list[dict], lp: str | None) -> dict[str, list]:
         columns["raters"].append(len(weights))
         columns["spans"].append(merge_spans(list(e["rater_spans"].values()), len(e["mt"])))
         columns["rater_spans"].append([{"rater": r, **span} for r, spans in e["rater_spans"].items() for span in spans])
-        for key in ("src", "mt", "system", "doc_id", "seg_id", "source_spans"):
+        for key in ("src", "mt", "system", "doc_id", "seg_id", "doc_seg_id", "source_spans"):
             columns[key].append(e[key])
     if lp is not None:
         columns["lp"] = [lp] * len(entries)
