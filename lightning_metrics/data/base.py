@@ -125,6 +125,14 @@ class MetricDataModule(pl.LightningDataModule):
         self.signal_std = np.maximum(values[:n_train].std(axis=0), 1e-6).tolist()
         self.train_rows["signals"], self.val_rows["signals"] = list(values[:n_train]), list(values[n_train:])
 
+    def distinct_texts(self) -> list[str]:
+        """Every distinct text of the model's text fields, training rows then validation rows."""
+        seen: dict[str, None] = {}
+        for rows in (self.train_rows, self.val_rows):
+            for field in self.text_fields:
+                seen.update(dict.fromkeys(rows.get(field, [])))
+        return list(seen)
+
     def statistics(self) -> dict[str, list[float]]:
         """Means and standard deviations of the training targets (and signals), for standardisation."""
         return {

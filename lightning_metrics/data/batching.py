@@ -146,8 +146,10 @@ class SentencesCollate:
     unique sentences are sorted by token length and padded in groups of ``len(rows)``, so a long
     source does not pad every short output. The batch holds ``inputs`` (a list of padded groups,
     in sorted order) and ``positions[field]``: per row, the index of its sentence in the
-    concatenation of the groups. With ``group_tokens`` (on a GPU, where each encoder call costs
-    launches rather than arithmetic) groups are cut by padded tokens instead: usually one per batch.
+    concatenation of the groups, and ``texts``, the unique sentences in that order (a fit on cached
+    features reads them, :mod:`~lightning_metrics.encoders.features`). With ``group_tokens`` (on a
+    GPU, where each encoder call costs launches rather than arithmetic) groups are cut by padded
+    tokens instead: usually one per batch.
     """
 
     def __init__(
@@ -168,8 +170,11 @@ class SentencesCollate:
         size = (
             len(rows) * len(self.fields) if self.group_tokens else len(rows)
         )  # a token budget: as few groups as fit it
-        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, columns, size, self.group_tokens)
-        return {"inputs": groups, "positions": positions, **_common(rows, self.targets, self.lp_ids, self.system_ids)}
+        groups, positions, texts = unique_sentence_groups(
+            self.tokenizer, self.max_length, columns, size, self.group_tokens
+        )
+        common = _common(rows, self.targets, self.lp_ids, self.system_ids)
+        return {"inputs": groups, "positions": positions, "texts": texts, **common}
 
 
 class SegmentsCollate:

@@ -80,10 +80,10 @@ def _kept_positions(sequence_ids: list, max_length: int) -> list[int] | None:
 
 def unique_sentence_groups(
     tokenizer, max_length: int, columns: dict[str, list[str]], group_size: int, group_tokens: int | None = None
-) -> tuple[list[dict], dict]:
+) -> tuple[list[dict], dict, list[str]]:
     """The distinct sentences of ``columns``, tokenised once, sorted by token count and padded in
-    groups of at most ``group_size`` sentences and ``group_tokens`` padded tokens; and per field,
-    each row's index into the concatenated groups."""
+    groups of at most ``group_size`` sentences and ``group_tokens`` padded tokens; per field, each
+    row's index into the concatenated groups; and the distinct sentences in that order."""
     unique: dict[str, int] = {}
     positions = {f: [unique.setdefault(t, len(unique)) for t in texts] for f, texts in columns.items()}
     ids = tokenizer(list(unique), truncation=True, max_length=max_length)["input_ids"]
@@ -92,7 +92,9 @@ def unique_sentence_groups(
     rank = np.empty(len(ids), dtype=np.int64)
     rank[np.concatenate(batches) if batches else []] = np.arange(len(ids))
     groups = [pad_sequences(tokenizer, [ids[i] for i in batch]) for batch in batches]
-    return groups, {f: torch.from_numpy(rank[p]) for f, p in positions.items()}
+    texts = list(unique)
+    ordered = [texts[i] for batch in batches for i in batch]
+    return groups, {f: torch.from_numpy(rank[p]) for f, p in positions.items()}, ordered
 
 
 def pad_sequences(tokenizer, sequences: list[list[int]], token_types: list[list[int]] | None = None) -> dict:

@@ -283,7 +283,7 @@ class LearnedMetric(Metric):
         length-sorted batches; ``tick(sentences_done)`` after each batch."""
         from lightning_metrics.encoders.sequences import unique_sentence_groups
 
-        groups, positions = unique_sentence_groups(self.tokenizer, self.max_length, {"s": sentences}, *limits)
+        groups, positions, _ = unique_sentence_groups(self.tokenizer, self.max_length, {"s": sentences}, *limits)
         parts, done = [], 0
         for group in groups:
             parts.append(self.model.embed(to_device(group, target)).float())

@@ -192,6 +192,7 @@ class MetricModel(pl.LightningModule):
         copied = load_start(self, path) if path else {}
         add_adapters(self.encoder, self.adapters)
         self._tunable_encoder = limit_training(self)
+        self.train(self.training)  # an encoder that never trains leaves training mode now (see train)
         if self.objective.l2_to_start > 0 and (copied or self.head_options.start_from):
             # the pull's anchor: the weights that may move, as they start (init_from's, or as built: start_from's
             # baseline with a zero correction, the encoder as pre-trained)
@@ -218,6 +219,14 @@ class MetricModel(pl.LightningModule):
             self.signal_mean.copy_(torch.tensor(statistics["signal_mean"]))
             self.signal_std.copy_(torch.tensor(statistics["signal_std"]))
         self.stats_ready.fill_(True)
+
+    def train(self, mode: bool = True):
+        """Lightning's train/eval switch; an encoder that never trains stays in eval mode (no dropout), so
+        a frozen fit reads the features a feature cache holds."""
+        super().train(mode)
+        if mode and getattr(self, "_tunable_encoder", None) == set():
+            self.encoder.eval()
+        return self
 
     def configure_callbacks(self):
         return [DataLink()]  # the data's statistics to the model, the model's layout checked against the data's

@@ -14,21 +14,49 @@ ratings (``init_from``).
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
+from lightning_metrics.encoders.features import CACHEABLE_POOLINGS, FeatureTable
 from lightning_metrics.models.base import MetricModel
 
 
 class SentenceEmbeddingModel(MetricModel):
-    """A metric over separately encoded fields; subclasses map field vectors to predictions."""
+    """A metric over separately encoded fields; subclasses map field vectors to predictions.
+
+    A fit that never trains the encoder reads cached features (``readout.cached_features``): the
+    fit's :class:`~lightning_metrics.models.data_link.DataLink` computes each distinct sentence's pooled
+    layers once and sets :attr:`feature_table`; the batches' ``texts`` find them there.
+    """
 
     input_format = "sentences"
+    feature_table: Optional[FeatureTable] = None  # set for one fit, never saved
+
+    def reads_cached_features(self) -> bool:
+        """Whether a fit can train from cached features: asked for, the encoder never trains, and the
+        pooling commutes with the layer mix."""
+        readout = self.readout
+        return readout.cached_features and not self._tunable_encoder and readout.pooling in CACHEABLE_POOLINGS
 
     def field_embeddings(self, batch: dict) -> dict[str, torch.Tensor]:
         """``{field: [B, H]}``: the batch's unique sentences embedded once, then gathered per row."""
         inputs = batch["inputs"]
-        unique = torch.cat([self.embed(group) for group in inputs]) if isinstance(inputs, list) else self.embed(inputs)
+        if self.feature_table is not None and "texts" in batch:
+            unique = self.read_out_cached(*self.feature_table.lookup(batch["texts"]))
+        elif isinstance(inputs, list):
+            unique = torch.cat([self.embed(group) for group in inputs])
+        else:
+            unique = self.embed(inputs)
         return {field: unique[positions] for field, positions in batch["positions"].items()}
+
+    def read_out_cached(self, pooled: torch.Tensor, moments: torch.Tensor) -> torch.Tensor:
+        """What :meth:`read_out` gives, from cached pooled layers ``[B, L, H]`` and their moments."""
+        pooled, moments = pooled.to(self.device), moments.to(self.device)
+        if self.layer_mix is not None:
+            return self.layer_mix.mix_pooled(pooled, moments).float()
+        layer = self.readout.layer
+        return pooled[:, -1 if layer is None else layer].float()
 
     def forward(self, batch: dict) -> torch.Tensor:
         return self.from_embeddings(self.vectors(batch))

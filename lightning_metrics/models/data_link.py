@@ -10,9 +10,16 @@ data's statistics, group names and summary to the model and its checkpoints.
 
 from __future__ import annotations
 
-from pytorch_lightning.callbacks import Callback
+import logging
+import time
 
+from pytorch_lightning.callbacks import Callback
+from tqdm.auto import tqdm
+
+from lightning_metrics.encoders.features import FeatureCache, FeatureTable, cache_key, pooled_layer_features
 from lightning_metrics.errors import LightningMetricsError
+
+log = logging.getLogger(__name__)
 
 
 def link_problem(model, data) -> str | None:
@@ -38,10 +45,33 @@ def link_problem(model, data) -> str | None:
     return None
 
 
+def cached_feature_table(trainer, model, data) -> FeatureTable:
+    """The pooled layers of every distinct sentence of the data's fields, from the feature cache
+    (:mod:`lightning_metrics.encoders.features`): each process encodes its share of what is missing,
+    with the model's encoder where the trainer put it; then, once all are done, each reads the table."""
+    max_length, pooling = data.sequence_length(), model.readout.pooling
+    texts = data.distinct_texts()
+    cache = FeatureCache(cache_key(model.encoder, data.tokenizer, max_length, pooling))
+    started, rank, world = time.perf_counter(), trainer.global_rank, trainer.world_size
+    share = len(cache.missing(texts)[rank::world])
+    with tqdm(total=share, desc="feature cache", unit="sentence", disable=None if share else True) as bar:
+
+        def encode(batch: list[str]):
+            return pooled_layer_features(model.encoder, data.tokenizer, batch, max_length, pooling, bar)
+
+        added = cache.build(texts, encode, rank, world)
+    log.info(
+        "feature cache %s: %d of %d sentences encoded by process %d (%.0f s), the rest read back",
+        cache.folder, added, len(texts), rank, time.perf_counter() - started,
+    )  # fmt: skip
+    trainer.strategy.barrier()
+    return cache.table(texts)
+
+
 class DataLink(Callback):
     """Checks the model against the data module, then gives the model the training data's target
-    and signal statistics (``fit``) and language-pair names, and each checkpoint the data summary
-    (for the exported model card)."""
+    and signal statistics (``fit``) and language-pair names, the cached features of a fit that reads
+    them, and each checkpoint the data summary (for the exported model card)."""
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         data = trainer.datamodule
@@ -53,6 +83,15 @@ class DataLink(Callback):
         pl_module.group_names = list(data.lp_names)
         if stage == "fit":
             pl_module.set_statistics(data.statistics())
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        data = trainer.datamodule
+        if data is not None and getattr(pl_module, "reads_cached_features", lambda: False)():
+            pl_module.feature_table = cached_feature_table(trainer, pl_module, data)
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        if getattr(pl_module, "feature_table", None) is not None:
+            pl_module.feature_table = None  # a fit's memory, not the model's
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
         data = trainer.datamodule

@@ -46,19 +46,32 @@ class LayerMix(nn.Module):
             return sparsemax(weights, dim=0)
         return torch.softmax(weights, dim=0)
 
-    def forward(
-        self, hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def mixing_weights(self) -> torch.Tensor:
+        """The distribution over layers (whole layers dropped at random in training)."""
         weights = self.weights
         if self.training and self.dropout > 0:
             drop = torch.rand_like(weights) < self.dropout
             if not drop.all():
                 weights = weights.masked_fill(drop, -1e4)
-        mix = self.distribution(weights)
+        return self.distribution(weights)
+
+    def forward(
+        self, hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        mix = self.mixing_weights()
         layers = torch.stack(tuple(hidden_states), dim=0)
         if self.layer_norm:
             layers = masked_standardise(layers, attention_mask)
         return self.gamma * torch.einsum("l,lbth->bth", mix.to(layers.dtype), layers)
+
+    def mix_pooled(self, pooled: torch.Tensor, moments: torch.Tensor) -> torch.Tensor:
+        """The mix of already pooled layers, ``[B, L, H]`` with each layer's token mean and variance
+        ``[B, L, 2]`` (for ``layer_norm``): what pooling :meth:`forward`'s output gives, for a pooling
+        that is linear in the tokens (average, CLS)."""
+        mix = self.mixing_weights()
+        if self.layer_norm:
+            pooled = (pooled - moments[..., :1]) / torch.sqrt(moments[..., 1:] + 1e-12)
+        return self.gamma * torch.einsum("l,blh->bh", mix.to(pooled.dtype), pooled)
 
 
 def masked_standardise(layers: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:

@@ -19,7 +19,9 @@ from lightning_metrics.errors import LightningMetricsError
 class Readout:
     """Token states to a vector: a ``layer_mix`` of every hidden layer (``layer_transform`` softmax or
     sparsemax, ``mix_layer_norm``, ``mix_dropout``), or else the one hidden state ``layer`` (0 the
-    embeddings, the last by default); then ``pooling`` (avg, max, cls)."""
+    embeddings, the last by default); then ``pooling`` (avg, max, cls). ``cached_features``: a fit that
+    never trains the encoder of a COMET-style family reads each sentence's pooled layers from the
+    feature cache, computed once (:mod:`lightning_metrics.encoders.features`; avg and cls pooling)."""
 
     layer_mix: bool = True
     mix_dropout: float = 0.0
@@ -27,6 +29,7 @@ class Readout:
     mix_layer_norm: bool = False
     layer: Optional[int] = None
     pooling: str = "avg"
+    cached_features: bool = True
 
 
 @dataclass(frozen=True)
