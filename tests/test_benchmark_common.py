@@ -7,6 +7,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -44,3 +45,22 @@ def test_fit_config_exports_once_and_the_cache_follows_the_export(tmp_path, tiny
     chrf = common.cached_scores("chrf:word_order=2", rows, tmp_path / "scores", num_proc=1)
     assert np.allclose(chrf, sentence_chrf(rows["mt"], rows["ref"], word_order=2))
     assert (tmp_path / "scores" / "chrf_word_order=2.npy").is_file()
+
+
+def test_paired_kendall_worked_example_and_its_document_bootstrap():
+    human = np.array([1, 2, 3, 4, 5, 6])
+    a = np.array([1, 2, 3, 4, 6, 5])  # one discordant pair of 15: tau (15 - 2) / 15
+    b = np.array([2, 1, 4, 3, 5, 6])  # two: (15 - 4) / 15
+    rows = common.paired_kendall(a, b, human, n=200, seed=0)
+    assert rows["kendall"] == pytest.approx(13 / 15) and rows["change"] == pytest.approx(2 / 15)
+    assert rows["resampled"] == "rows"
+    docs = common.paired_kendall(a, b, human, n=200, seed=0, clusters=["x", "x", "x", "y", "y", "y"])
+    assert docs["kendall"] == rows["kendall"] and docs["resampled"] == "2 clusters"
+    # whole documents only: x twice, y twice, or one of each (the data itself), so the interval's ends
+    # are among those three changes; the row bootstrap's are not
+    x = common.paired_kendall(np.r_[a[:3], a[:3]], np.r_[b[:3], b[:3]], np.r_[human[:3], human[:3]], n=1, seed=0)
+    y = common.paired_kendall(np.r_[a[3:], a[3:]], np.r_[b[3:], b[3:]], np.r_[human[3:], human[3:]], n=1, seed=0)
+    outcomes = {round(v, 9) for v in (2 / 15, x["change"], y["change"])}
+    assert {round(v, 9) for v in docs["change_ci"]} <= outcomes
+    assert x["change"] == pytest.approx(1 - 1 / 3)  # in x, a is perfect and b has one swap of three pairs
+    assert len(outcomes) == 3 and not {round(v, 9) for v in rows["change_ci"]} <= outcomes
