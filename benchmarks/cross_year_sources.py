@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import csv
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -42,6 +44,7 @@ import yaml
 from cached_scoring import CachedScorer
 from cross_year import rows_of
 
+from data_gen.perturbations import build
 from lightning_metrics.correlation import kendall
 from lightning_metrics.data.readers import read_rating_table
 from lightning_metrics.storage.artifact import is_exported
@@ -54,34 +57,39 @@ STEPS, EVERY = 3000, 250
 MARGIN = 0.002
 COMBINATION_ROWS = 20000
 SEEDS = (0, 1, 2)
+FAILURES = ("undertranslation", "duplication", "gibberish", "missing_punctuation", "unrelated")
 # the rating sources (files of benchmarks/ratings/build.py), as the data module reads them
 SOURCES = {
     "da21": {"path": "da_wmt21.csv"},  # is, ja, ru -> en
     "da20": {"path": "da_wmt20.csv"},  # en-de, zh-en (the systems MQM rated)
-    "da17": {"path": "da_wmt17.csv", "split_by": "seg_id"},  # seven pairs into English, no documents
+    "da17": {"path": "da_wmt17.csv", "split_by": "seg_id"},  # seven pairs into English, no documents, lower-cased
     "mqm20": {"path": "mqm_newstest2020.jsonl"},  # en-de, zh-en
     "mqm21": {"path": "mqm_newstest2021.jsonl"},  # en-de, zh-en, en-ru
     "ted21": {"path": "mqm_ted2021.jsonl"},  # en-de, zh-en, en-ru
 }
 START = {"sources": {"da21": {}, "mqm21": {"lps": ["zh-en"]}, "ted21": {"lps": ["zh-en"]}}}  # the shipped recipe's
 LEVERS = [  # name -> what it changes on the configuration chosen so far
-    ("+ DA of 2017 and 2020", {"add": {"da20": {}, "da17": {}}}),
+    # WMT17's only copy is lower-cased and tokenised (benchmarks/ratings/da_sources.py): not a lever
+    ("+ DA of 2020", {"add": {"da20": {}}}),
     ("+ MQM of 2020, and every MQM pair", {"add": {"mqm20": {}, "mqm21": {}, "ted21": {}}}),
     ("DA first, then DA with MQM", {"two_stage": True}),
+    ("+ synthetic failure cases (5% of DA rows)", {"synthetic": 0.05}),
     ("MQM at half weight", {"weights": {"mqm20": 0.5, "mqm21": 0.5, "ted21": 0.5}}),
     ("pairwise loss doubled", {"set": {"model.init_args.objective.pairwise_weight": 1.0}}),
 ]
 
 
-def frozen_config(recipe: dict, ratings: Path, choice: dict, seed: int, data_seed: int) -> dict:
-    """The recipe with the encoder frozen, ``choice``'s sources and settings, a head kept every
-    :data:`EVERY` of :data:`STEPS` steps."""
+def frozen_config(
+    recipe: dict, ratings: Path, choice: dict, seed: int, data_seed: int, paths: dict | None = None
+) -> dict:
+    """The recipe with the encoder frozen, ``choice``'s sources and settings (``paths``: files that replace
+    a source's, the synthetic lever's), a head kept every :data:`EVERY` of :data:`STEPS` steps."""
     config = copy.deepcopy(recipe)
     model, data, trainer = config["model"]["init_args"], config["data"]["init_args"], config["trainer"]
     model["optim"] = {**model["optim"], "trainable": ["layer_mix", "head"], "nr_frozen_epochs": 0.0}
     weights = choice.get("weights", {})
     data["train"] = [
-        {**SOURCES[name], **extra, "path": str(ratings / SOURCES[name]["path"]), "name": name}
+        {**SOURCES[name], **extra, "path": str((paths or {}).get(name, ratings / SOURCES[name]["path"])), "name": name}
         | ({"weight": weights[name]} if name in weights else {})
         for name, extra in choice["sources"].items()
     ]
@@ -112,7 +120,42 @@ def applied(choice: dict, lever: dict) -> dict:
     out.setdefault("weights", {}).update(lever.get("weights", {}))
     out.setdefault("set", {}).update(lever.get("set", {}))
     out["two_stage"] = out.get("two_stage", False) or lever.get("two_stage", False)
+    out["synthetic"] = lever.get("synthetic", out.get("synthetic", 0.0))
     return out
+
+
+def synthetic_source(path: Path, out: Path, share: float, seed: int) -> Path:
+    """A copy of the DA source ``path`` with ``share`` more rows: sampled rows whose mt is one of
+    :data:`FAILURES`, scored as the worst z of their language pair (missing punctuation: their own z
+    minus 1), the system named ``synthetic-<failure>``. Written once to ``out``."""
+    target = out / f"{path.stem}+synthetic{share}-{seed}.csv"
+    if target.is_file():
+        return target
+    table = read_rating_table(str(path), required=("src", "mt", "ref", "score"))
+    n = len(table["mt"])
+    rng = random.Random(seed)
+    worst = {lp: min(z for z, p in zip(table["score"], table["lp"]) if p == lp) for lp in set(table["lp"])}
+    added = {k: [] for k in table}
+    for i in rng.sample(range(n), int(share * n)):
+        name = FAILURES[rng.randrange(len(FAILURES))]
+        pool = [
+            m
+            for m, lp, d in zip(table["mt"], table["lp"], table["doc_id"])
+            if lp == table["lp"][i] and d != table["doc_id"][i]
+        ]
+        mt = build(name, **({"pool": pool[:500]} if name == "unrelated" else {})).apply(table["mt"][i], rng)
+        if mt is None:
+            continue
+        for k in table:
+            added[k].append(table[k][i])
+        added["mt"][-1], added["system"][-1] = mt, f"synthetic-{name}"
+        added["score"][-1] = table["score"][i] - 1.0 if name == "missing_punctuation" else worst[table["lp"][i]]
+    out.mkdir(parents=True, exist_ok=True)
+    with target.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(list(table))
+        writer.writerows(zip(*[table[k] + added[k] for k in table]))
+    return target
 
 
 class Suite:
@@ -125,6 +168,14 @@ class Suite:
         self.rows = {DEV: rows_of(table, DEV), TEST: rows_of(table, TEST)}
         max_length = self.recipe["data"]["init_args"]["batches"]["max_length"]
         self.dev_scorer = CachedScorer({k: self.rows[DEV][k] for k in ("src", "mt", "ref")}, max_length)
+
+    def source_paths(self, choice: dict) -> dict:
+        """The files that replace a source's in ``choice``: its DA sources with synthetic rows, if it asks."""
+        return {
+            name: synthetic_source(self.ratings / SOURCES[name]["path"], self.out / "synthetic", choice["synthetic"], 0)
+            for name in choice["sources"]
+            if choice.get("synthetic") and name.startswith("da")
+        }
 
     def save(self) -> None:
         self.state_path.write_text(json.dumps(self.state, indent=1) + "\n")
@@ -140,7 +191,8 @@ class Suite:
             }
             first = self.fit(f"{name}: DA stage", da_only, seed, data_seed)
             choice = {**choice, "init_from": first["export"]}
-        config = frozen_config(self.recipe, self.ratings, choice, seed, seed if data_seed is None else data_seed)
+        data_seed = seed if data_seed is None else data_seed
+        config = frozen_config(self.recipe, self.ratings, choice, seed, data_seed, self.source_paths(choice))
         run_dir = self.out / "models" / f"{common.safe_name(name)[:60]}-{common.digest(config)}"
         done = self.state.setdefault("fits", {}).get(run_dir.name)
         if done and is_exported(Path(done["export"])):

@@ -58,7 +58,8 @@ def combination(suite, scores: Scores, export: str) -> dict[str, np.ndarray]:
     from lightning_metrics.parallel import default_num_proc
 
     spec = load_metric(export).model.signal_spec if Path(export, "metric.json").is_file() else None
-    config = frozen_config(yaml.safe_load(RECIPE.read_text()), suite.ratings, suite.state["selection"]["choice"], 0, 0)
+    choice = suite.state["selection"]["choice"]
+    config = frozen_config(yaml.safe_load(RECIPE.read_text()), suite.ratings, choice, 0, 0, suite.source_paths(choice))
     model_args, data_args = config["model"]["init_args"], config["data"]["init_args"]
     spec = spec or model_args["signals"]
     data = RatingsDataModule(**{**data_args, "encoder": model_args["encoder"], "signals": spec,

@@ -99,3 +99,19 @@ def test_tokenize_round_trip_and_unknown_name():
     assert detokenize(tokenize(s)) == s
     with pytest.raises(LightningMetricsError, match="unknown perturbation 'shuffle'; known: adjacent_swap"):
         build("shuffle")
+
+
+def test_failure_modes_in_spaced_and_unspaced_scripts():
+    sentence = "The train to Berlin is running twenty minutes late today."
+    cut = apply("undertranslation", sentence, seed=3)
+    assert sentence.startswith(cut) and 3 <= len(cut.split()) <= 5  # 30-60% of the 10 words, from the start
+    cut = apply("undertranslation", "列车今天晚点二十分钟。", seed=3)  # characters where no spaces are
+    assert "列车今天晚点二十分钟。".startswith(cut) and 3 <= len(cut) <= 7
+    looped = apply("duplication", sentence, seed=0)
+    assert looped == sentence + " running twenty minutes late today."  # seed 0 repeats the second half
+    noise = apply("gibberish", sentence, seed=1)
+    assert [len(w) for w in noise.split()] == [len(w) for w in sentence.split()] and noise != sentence
+    assert set(noise.replace(" ", "")) <= set(sentence.replace(" ", "")) - set(".")
+    assert apply("missing_punctuation", "Well, he said: no.") == "Well he said no"
+    assert apply("missing_punctuation", "列车，晚点。") == "列车晚点"
+    assert apply("missing_punctuation", "no marks here") is None and apply("undertranslation", "Too short") is None

@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.mirrors}: no such folder of snapshots", file=sys.stderr)
         return 2
     snaps = {key: find_snapshot(args.mirrors, repo) for key, repo in REPOS.items()}
-    manifest, cache = {"sources": {}}, {}
+    previous = args.out / "MANIFEST.json"  # a partial build (--sources) keeps the other sources' entries
+    manifest = json.loads(previous.read_text()) if previous.is_file() else {"sources": {}}
+    cache: dict = {}
     try:
         for name in args.sources:
             required = SOURCES[name][0]

@@ -9,7 +9,8 @@
   rated have rows. Each row's line id must agree with the release's line-to-document table.
 - **WMT17** (AIPHES/ACL20-Reference-Free-MT-Evaluation's copy of the WMT17 metrics data): segment ids
   are line numbers of newstest2017; there are no documents (``doc_id`` is empty: split and resample by
-  source).
+  source). That copy's outputs and references are lower-cased and tokenised (its sources are not);
+  the manifest counts them.
 
 Every pair reports the Spearman correlation of sentence chrF with its scores: a misaligned join shows
 as a correlation near 0 (aligned WMT DA gives 0.2-0.3).
@@ -214,6 +215,10 @@ def wmt17(snapshot: Snapshot) -> Built:
             by_pair[pair].append(da_row(pair, *texts_of, float(z), system, "", int(sid), 2017, None, None))
         else:
             built.drop("score not finite")
+    lowered = sum(
+        r["mt"] == r["mt"].lower() and r["ref"] == r["ref"].lower() for rows in by_pair.values() for r in rows
+    )
+    built.checks["rows whose mt and ref are all lower case (this copy is lower-cased and tokenised)"] = lowered
     for pair, rows in by_pair.items():
         chrf_check(built, rows)
         built.rows += [{k: v for k, v in r.items() if k not in ("raw", "annotators")} for r in rows]

@@ -1,6 +1,6 @@
 """Perturbations by family, each registered by name (the names recipes use)."""
 
-from data_gen.perturbations import anchors, deletion, negation, reordering, substitution  # noqa: F401  (registers)
+from data_gen.perturbations import anchors, deletion, failures, negation, reordering, substitution  # noqa: F401
 from data_gen.perturbations.base import REGISTRY, Perturbation, detokenize, tokenize
 from data_gen.perturbations.compound import Compound, combined_severity
 
