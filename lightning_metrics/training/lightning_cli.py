@@ -142,6 +142,10 @@ def _warn_slow_cpu_bf16(trainer) -> None:
 
 def run_lightning(argv: list[str] | None) -> int:
     """Run a LightningCLI subcommand (``fit``, ``validate``, ``test``); ``argv=None`` reads ``sys.argv``."""
+    import warnings
+
+    # an encoder that never trains is in eval mode on purpose (MetricModel.train); Lightning warns of it
+    warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode at the start of training")
     defaults = {"default_config_files": [str(TRAINER_DEFAULTS)]}
     MetricsCLI(
         MetricModel,
