@@ -63,6 +63,21 @@ def test_reader_on_hand_worked_rows(tmp_path):
     assert table.skipped == {"HOTW-test rows": 1}
 
 
+def test_google_weights_minor_non_translation_critical_and_the_rater_of_an_attention_check(tmp_path):
+    rows = [
+        ("s", "d", 1, "r1", "Quelle", "<v>Quelle</v>", "Non-translation!", "Minor"),  # minor: 1, not 25
+        ("s", "d", 1, "r2", "Quelle", "<v>Quelle</v>", "Non-translation!", "Major"),  # major: 25
+        ("s", "d", 2, "r1", "Zwei", "Two <v>x</v>", "Accuracy/Mistranslation", "Critical"),  # none in Google's
+        ("s", "d", 2, "r1", "Zwei", "Two x", "Fluency/Punctuation", "Minor"),  # 0.1
+        ("s", "d", 2, "r2", "Zwei", "Two y", "Found", "HOTW-test"),  # r2 still counts, with 0
+    ]
+    path = mqm_file(tmp_path / "mqm_ted_ende.tsv", rows)
+    scores = dict(zip(read_mqm(path).columns["seg_id"], read_mqm(path).columns["score"]))
+    assert scores == {"1": pytest.approx(-(1 + 25) / 2), "2": pytest.approx(-0.1 / 2)}
+    critical = dict(zip(*(read_mqm(path, weighting="google+critical").columns[k] for k in ("seg_id", "score"))))
+    assert critical["2"] == pytest.approx(-(10 + 0.1) / 2)
+
+
 @pytest.mark.parametrize(
     "target, severity, problem",
     [

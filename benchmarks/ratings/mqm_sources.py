@@ -13,9 +13,9 @@ What each source adds and checks:
   position is one number per document); a newstest2021 document is found in the release's source
   file by text, every segment of it at its position, once and only once. Where a 2021 file also rates
   the reference, its text must equal the reference file's line.
-- **scores**: finite and at most 0; where google/wmt-mqm-human-evaluation has the set's
-  ``avg_seg_scores``, the share of rows equal to it is reported (the reader's weighting differs from
-  Google's on critical errors and non-translation, so not every row is).
+- **scores**: Google's weighting (the reader's), with 10 for the critical errors only the en-ru files
+  have; finite and at most 0; where google/wmt-mqm-human-evaluation has the set's ``avg_seg_scores``,
+  the share of rows equal to it is reported.
 """
 
 from __future__ import annotations
@@ -40,8 +40,12 @@ QE_REPO, GOOGLE_REPO, WMT21_REPO = (
 _MARKUP = re.compile(r"</?v>")
 _NOT_WORD = re.compile(r"[\W_]+")
 TARBALL = "train-dev_data/task1_word-level/train/{pair}_mqm/{pair}-train-{part}.tar.gz"
+WEIGHTING = "google+critical"  # Google's MQM weights; critical errors (only the en-ru files have them) 10
 REFERENCE_2020 = "Human-A.0"
-CSV_QUOTED = ("en-ru",)  # WMT-QE 2022's en-ru rater files quote their fields as CSV does
+CSV_QUOTED = ("en-ru",)
+CATEGORY_SPELLINGS = {
+    "Non_translation": "Non-translation!"
+}  # WMT-QE's 2021 zh-en copy spells it so  # WMT-QE 2022's en-ru rater files quote their fields as CSV does
 REFERENCES_2021 = {"en-de": "C", "zh-en": "A", "en-ru": "A"}
 TED_REFERENCES = ("ref", "ref.A")
 GOOGLE_TED = {"en-de": "ted/ende/mqm_ted_ende.tsv", "zh-en": "ted/zhen/mqm_ted_zhen.tsv"}
@@ -70,7 +74,7 @@ def rater_rows(qe: Snapshot, pair: str, part: str, built: Built) -> list[dict] |
     ((member, data),) = members.items()
     text, repaired = repaired_tsv(data.decode("utf-8"), csv_quoted=pair in CSV_QUOTED)
     built.checks.setdefault(REPAIRED, {})[pair] = repaired
-    table = read_mqm(f"{qe.name}:{path}:{Path(member).name}", text)
+    table = read_mqm(f"{qe.name}:{path}:{Path(member).name}", text, weighting=WEIGHTING)
     columns = table.columns
     return [{key: columns[key][i] for key in columns} for i in range(len(columns["mt"]))]
 
@@ -80,14 +84,16 @@ def repaired_tsv(text: str, csv_quoted: bool = False) -> tuple[str, int]:
     common among the segment's rows once the ``<v>`` tags are removed) where the row's own differs or
     its markup is broken: such a row's error still counts in the score, its span does not. Some rows of
     the 2020 files repeat the segment's text, or cut it, inside the target. ``csv_quoted``: the fields
-    are quoted as CSV quotes them (``"a ""quoted"" word"``), as in the en-ru files."""
+    are quoted as CSV quotes them (``"a ""quoted"" word"``), as in the en-ru files. Categories a copy
+    spells its own way get Google's spelling (:data:`CATEGORY_SPELLINGS`), which the weights key on."""
     quoting = csv.QUOTE_MINIMAL if csv_quoted else csv.QUOTE_NONE
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=quoting)
     header, *records = [r for r in reader if r]
-    at = {name: header.index(name) for name in ("system", "doc", "seg_id", "source", "target")}
+    at = {name: header.index(name) for name in ("system", "doc", "seg_id", "source", "target", "category")}
     position = header.index("doc_id")
     groups = defaultdict(list)
     for record in records:
+        record[at["category"]] = CATEGORY_SPELLINGS.get(record[at["category"]], record[at["category"]])
         groups[(record[at["system"]], record[at["doc"]], record[position], record[at["seg_id"]])].append(record)
     repaired = 0
     for rows in groups.values():
@@ -236,7 +242,7 @@ def ted_rows(qe: Snapshot, google: Snapshot | None, pair: str, built: Built) -> 
     built.reads(google, path)
     text, repaired = repaired_tsv(google.text(path))
     built.checks.setdefault(REPAIRED, {})[pair] = repaired
-    columns = read_mqm(f"{google.name}:{path}", text).columns
+    columns = read_mqm(f"{google.name}:{path}", text, weighting=WEIGHTING).columns
     return [{key: columns[key][i] for key in columns} for i in range(len(columns["mt"]))]
 
 

@@ -9,9 +9,12 @@ target (or, for a source-side error, in the source); a rater who found nothing l
   of a segment may differ), ``lp`` (from the file name, ``_ende`` -> ``en-de``),
   ``system``, ``doc_id`` (the document), ``seg_id`` (the segment in the test set; ``doc:position``
   where the file gives none), ``doc_seg_id`` (its position in the document), ``raters`` (how many rated it);
-- ``score``: the segment's MQM score by the standard weighting (Freitag et al. 2021): minor 1, major 5,
-  critical 10, minor ``Fluency/Punctuation`` 0.1, ``Non-translation`` 25, neutral 0; summed per rater,
-  negated and averaged over the segment's raters (the repository's ``avg_seg_scores``);
+- ``score``: the segment's MQM score by Google's weighting (mt-metrics-eval's ``score_mqm.py``, Freitag
+  et al. 2021): each error weighs as the most specific of ``Major`` 5, ``Minor`` 1, ``Neutral`` 0,
+  ``Major/Non-translation!`` 25 and ``Minor/Fluency/Punctuation`` 0.1 that matches its severity and
+  category, anything else 0 (Google's scheme has no critical errors; ``weighting="google+critical"``
+  gives them 10); summed per rater, negated and averaged over every rater of the segment, those whose
+  only rows are attention checks included (the repository's ``avg_seg_scores``);
 - ``spans``: the mt's error spans merged over raters, ``{start, end, severity}`` with character offsets
   into ``mt`` (end exclusive): a character is in error if any rater marked it, at the highest
   severity any rater gave it; ``rater_spans`` keeps every rater's spans (``rater``, ``start``, ``end``,
@@ -19,10 +22,11 @@ target (or, for a source-side error, in the source); a rater who found nothing l
 - ``source_spans``: source-side errors, kept apart (offsets into ``src``).
 
 Rows the format marks as not annotations (``HOTW-test``, the attention checks of side-by-side
-files) are skipped; so are zero-length spans (an omission marked between characters): both are
-counted in :attr:`MqmTable.skipped` and logged. Bad markup is one :class:`InputError` naming the file
-and the row (1-based, after the header): an unclosed or stray ``<v>``, a target whose text differs
-from the segment's once the tags are removed, an unknown severity.
+files) give no error and no span, but their rater counts; zero-length spans (an omission marked
+between characters) are skipped: both are counted in :attr:`MqmTable.skipped` and logged. Bad markup
+is one :class:`InputError` naming the file and the row (1-based, after the header): an unclosed or
+stray ``<v>``, a target whose text differs from the segment's once the tags are removed, an unknown
+severity.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ from lightning_metrics.spans import SEVERITIES, SEVERITY_WEIGHTS, character_leve
 
 log = logging.getLogger(__name__)
 
-WEIGHTS = {**SEVERITY_WEIGHTS, "neutral": 0.0, "no-error": 0.0}
+KNOWN_SEVERITIES = (*SEVERITY_WEIGHTS, "neutral", "no-error")
+GOOGLE = {"major": 5.0, "minor": 1.0, "neutral": 0.0, "major/non-translation!": 25.0, "minor/fluency/punctuation": 0.1}
+WEIGHTINGS = {"google": GOOGLE, "google+critical": {**GOOGLE, "critical": SEVERITY_WEIGHTS["critical"]}}
 NOT_ANNOTATIONS = ("hotw-test",)  # side-by-side files' attention checks
 REQUIRED = ("system", "doc", "rater", "source", "target", "category", "severity")
 SEGMENT_COLUMNS = ("seg_id", "globalSegId")
@@ -84,13 +90,16 @@ def strip_markup(text: str, where: str, row: int) -> tuple[str, list[tuple[int, 
     return "".join(plain), spans
 
 
-def error_weight(severity: str, category: str) -> float:
-    """One error's MQM weight (module docstring)."""
-    if category.lower().startswith("non-translation"):
-        return 25.0
-    if severity == "minor" and category.lower() == "fluency/punctuation":
-        return 0.1
-    return WEIGHTS[severity]
+def error_weight(severity: str, category: str, weighting: str = "google") -> float:
+    """One error's MQM weight: the most specific entry of the weighting matching ``severity/category``
+    (``score_mqm.py``'s ``Score``), 0 when none does."""
+    weights = WEIGHTINGS[weighting]
+    items = [severity.lower(), *category.lower().split("/")]
+    while items:
+        if "/".join(items) in weights:
+            return weights["/".join(items)]
+        items = items[:-1]
+    return 0.0
 
 
 def language_pair(path: str) -> str | None:
@@ -99,12 +108,16 @@ def language_pair(path: str) -> str | None:
     return f"{match.group(1)}-{match.group(2)}" if match else None
 
 
-def read_mqm(path: str, text: str | None = None, on_invalid: str = "error") -> MqmTable:
+def read_mqm(path: str, text: str | None = None, on_invalid: str = "error", weighting: str = "google") -> MqmTable:
     """One row per (segment, system) of an MQM annotation TSV (see the module docstring).
     ``on_invalid="skip"`` skips a row with bad markup or an unknown severity instead of raising; the
-    skipped rows are counted, and the first ones named, in a log warning."""
+    skipped rows are counted, and the first ones named, in a log warning. ``weighting``: ``google`` or
+    ``google+critical`` (:data:`WEIGHTINGS`)."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {sorted(WEIGHTINGS)}, got {weighting!r}")
     header, records = _records(path, _file_text(path) if text is None else text)
     segments: dict[tuple, dict] = {}
+    checks: dict[tuple, set] = {}  # the raters of attention checks, counted in their segment's average
     skipped: Counter = Counter()
     bad: list[str] = []
     for row, values in records:
@@ -112,12 +125,13 @@ def read_mqm(path: str, text: str | None = None, on_invalid: str = "error") -> M
         severity = record["severity"].strip().lower()
         if severity in NOT_ANNOTATIONS:
             skipped[f"{record['severity']} rows"] += 1
+            checks.setdefault(_segment_key(record), set()).add(record["rater"])
             continue
         try:
-            if severity not in WEIGHTS:
-                known = ", ".join(s.capitalize() for s in WEIGHTS)
+            if severity not in KNOWN_SEVERITIES:
+                known = ", ".join(s.capitalize() for s in KNOWN_SEVERITIES)
                 raise InputError(path, f"unknown severity {record['severity']!r} (known: {known})", row=row)
-            _add_annotation(segments, record, severity, path, row, skipped)
+            _add_annotation(segments, record, severity, path, row, skipped, weighting)
         except InputError as e:
             if on_invalid != "skip":
                 raise
@@ -128,6 +142,10 @@ def read_mqm(path: str, text: str | None = None, on_invalid: str = "error") -> M
         log.warning("%s: skipped %s%s", path, detail, f" ({'; '.join(bad[:3])})" if bad else "")
     if not segments:
         raise InputError(path, "no annotated segment")
+    for key, raters in checks.items():
+        if key in segments:
+            for rater in raters:
+                segments[key]["weights"].setdefault(rater, 0.0)
     return MqmTable(_columns(list(segments.values()), language_pair(path)), skipped)
 
 
@@ -157,10 +175,17 @@ def _records(path: str, text: str) -> tuple[list[str], list[tuple[int, list[str]
     return header, records
 
 
-def _add_annotation(segments: dict, record: dict, severity: str, path: str, row: int, skipped: Counter) -> None:
-    """Adds one annotation row to its (segment, system) entry, checking its markup."""
+def _segment_key(record: dict) -> tuple:
     seg, position = _segment_ids(record)
-    key = (record["system"], record["doc"], position, seg)
+    return record["system"], record["doc"], position, seg
+
+
+def _add_annotation(
+    segments: dict, record: dict, severity: str, path: str, row: int, skipped: Counter, weighting: str
+) -> None:
+    """Adds one annotation row to its (segment, system) entry, checking its markup."""
+    key = _segment_key(record)
+    seg, position = key[3], key[2]
     mt, mt_spans = _trimmed(*strip_markup(record["target"], path, row))
     src, src_spans = _trimmed(*strip_markup(record["source"], path, row))
     entry = segments.get(key)
@@ -178,7 +203,7 @@ def _add_annotation(segments: dict, record: dict, severity: str, path: str, row:
     spans = entry["rater_spans"].setdefault(rater, [])
     if severity == "no-error":
         return
-    entry["weights"][rater] += error_weight(severity, record["category"])
+    entry["weights"][rater] += error_weight(severity, record["category"], weighting)
     if severity == "neutral":
         return
     for start, end in mt_spans:
