@@ -56,6 +56,14 @@ def _evaluate_parser() -> ArgumentParser:
         default=False,
         help="add WMT's DARR Kendall (pairs of one source whose raw DA scores differ by > 25)",
     )
+    p.add_argument(
+        "--protocol",
+        type=Optional[str],
+        default=None,
+        help="wmt24 or wmt23: the WMT metrics task's table (acc_eq with its ε, SPA or pairwise accuracy, "
+        "significance clusters) per language pair",
+    )
+    p.add_argument("--resamples", type=int, default=1000, help="permutation draws for --protocol's clusters")
     p.add_argument("--max-length", type=Optional[int], default=None, help=MAX_LENGTH_HELP)
     _add_encoder_flags(p)
     _add_device_flag(p)
@@ -68,6 +76,10 @@ def run_evaluate(cfg) -> int:
     from lightning_metrics.evaluation.evaluate import evaluate, format_table
     from lightning_metrics.metrics import metric_inputs, parse_specs
 
+    if cfg.protocol not in (None, "wmt23", "wmt24"):
+        from lightning_metrics.errors import LightningMetricsError
+
+        raise LightningMetricsError(f"--protocol {cfg.protocol}: use wmt24 or wmt23")
     specs = parse_specs(cfg.metrics)  # every spec checked before any work
     options = _score_options(cfg)
     needs = {f for spec in specs for f in metric_inputs(spec)}  # a table without ref suits reference-free metrics
@@ -86,6 +98,8 @@ def run_evaluate(cfg) -> int:
         max_length=cfg.max_length,
         precision=cfg.precision,
         darr=cfg.darr,
+        protocol=cfg.protocol,
+        resamples=cfg.resamples,
     )
     print(format_table(ev))
     if cfg.json:

@@ -30,6 +30,8 @@ class Evaluation:
         default_factory=dict
     )  # metric -> group -> (DARR Kendall, pairs)
     spans: dict = field(default_factory=dict)  # metric or baseline -> group -> SpanScores (data with spans)
+    acc_eq: dict = field(default_factory=dict)  # metric -> group -> (acc_eq by item, its epsilon)
+    protocol: object = None  # a ProtocolTable, with --protocol
 
     def average(self, metric: str) -> dict[str, float]:
         groups = self.results[metric].values()
@@ -67,6 +69,16 @@ class Evaluation:
                 if self.spans
                 else {}
             ),
+            **(
+                {
+                    "acc_eq": {
+                        m: {g: {"acc_eq": a, "epsilon": e} for g, (a, e) in by.items()} for m, by in self.acc_eq.items()
+                    }
+                }
+                if self.acc_eq
+                else {}
+            ),  # fmt: skip
+            **({"wmt": self.protocol.to_dict()} if self.protocol is not None else {}),
         }
 
 
@@ -84,6 +96,8 @@ def evaluate(
     precision: str | None = None,
     darr: bool = False,
     darr_threshold: float = 25.0,
+    protocol: str | None = None,
+    resamples: int = 1000,
 ) -> Evaluation:
     """Correlate each metric with ``data["score"]``, per value of the ``group`` column.
 
@@ -95,7 +109,10 @@ def evaluate(
     scoring and the bootstrap; ``options`` (:class:`~lightning_metrics.metrics.ScoreOptions`) and
     ``precision`` go to every metric that runs an encoder, ``max_length`` to exported ones. ``darr`` adds
     WMT's DARR Kendall over pairs of outputs of one source whose ``raw`` DA scores differ by more than
-    ``darr_threshold``. Without a ``ref`` column only reference-free metrics can be evaluated.
+    ``darr_threshold``. Without a ``ref`` column only reference-free metrics can be evaluated. Rows of one
+    item (``seg_id``, else the source or reference text, within the group) give each metric's acc_eq
+    (WMT24's, grouped by item); ``protocol`` (``wmt23``, ``wmt24``: :mod:`~lightning_metrics.evaluation.protocol`)
+    adds the task's table, with ``resamples`` permutation draws for its significance clusters.
     """
     from lightning_metrics.metrics import score_many
 
@@ -129,7 +146,41 @@ def evaluate(
         settings["darr_threshold"] = darr_threshold
     if "spans" in columns:
         ev.spans = spans_by_group(found, list(data["spans"]), mt, groups, bootstrap, seed)
+    items = item_ids(data, columns)
+    if items is not None:
+        ev.acc_eq = acc_eq_by_group(scores, human, groups, items)
+    if protocol is not None:
+        from lightning_metrics.evaluation.protocol import wmt_table
+
+        if systems is None or items is None:
+            raise InputError(source, f"--protocol {protocol} needs a system column and seg_id (or src/ref) columns")
+        lps = list(data["lp"]) if "lp" in columns else ["all"] * len(mt)
+        ev.protocol = wmt_table(protocol, scores, human, lps, systems, items, resamples, seed)
     return ev
+
+
+def item_ids(data, columns) -> list | None:
+    """Which rows translate one source: ``seg_id`` (with ``lp``), else the source (or reference) text."""
+    key = next((c for c in ("seg_id", "src", "ref") if c in columns), None)
+    if key is None:
+        return None
+    lps = list(data["lp"]) if "lp" in columns else [""] * len(data[key])
+    return [f"{lp}\t{k}" for lp, k in zip(lps, data[key])]
+
+
+def acc_eq_by_group(scores: dict, human: np.ndarray, groups: list | None, items: list) -> dict:
+    """Each metric's acc_eq grouped by item (and its ε), per group (``all`` without grouping)."""
+    from lightning_metrics.evaluation.pairwise import groups_of, tie_calibrated_accuracy
+
+    labels = groups if groups is not None else ["all"] * len(human)
+    out: dict = {}
+    for g in sorted(set(labels)):
+        rows = np.array([i for i, x in enumerate(labels) if x == g])
+        by_item = groups_of(len(rows), "item", items=[items[i] for i in rows])
+        for metric, values in scores.items():
+            result = tie_calibrated_accuracy(human[rows], np.asarray(values, dtype=float)[rows], by_item)
+            out.setdefault(metric, {})[g] = (result.accuracy, result.epsilon)
+    return out
 
 
 def spans_by_group(found: dict, annotated: list, mt: list[str], groups, bootstrap: int, seed: int) -> dict:
@@ -192,22 +243,30 @@ def _cell(value: float, ci: tuple[float, float] | None) -> str:
 
 def format_table(ev: Evaluation) -> str:
     """An aligned text table: metric x group, with segment Kendall/Pearson, system Pearson and n."""
-    header = ["metric", ev.group_by or "group", "seg_kendall", "seg_pearson", "sys_pearson", "n", "n_sys"]
+    if ev.protocol is not None:
+        from lightning_metrics.evaluation.protocol import format_protocol
+
+        return format_protocol(ev.protocol)
+    header = ["metric", ev.group_by or "group", "seg_kendall", "seg_pearson", "sys_pearson", "acc_eq", "n", "n_sys"]
     rows = []
     for metric, by_group in ev.results.items():
         for g, c in by_group.items():
+            acc = ev.acc_eq.get(metric, {}).get(g if ev.group_by else "all")
             rows.append(
                 [
                     metric,
                     g,
                     *(_cell(getattr(c, k), c.ci.get(k)) for k in TABLE_STATS),
+                    _cell(acc[0], None) if acc else "-",
                     str(c.n),
                     str(c.n_systems or "-"),
                 ]
             )
         if len(by_group) > 1:
             avg = ev.average(metric)
-            rows.append([metric, AVERAGE, *(_cell(avg[k], None) for k in TABLE_STATS), str(avg["n"]), ""])
+            accs = [a for a, _ in ev.acc_eq.get(metric, {}).values()]
+            mean_acc = _cell(float(np.mean(accs)), None) if accs else "-"
+            rows.append([metric, AVERAGE, *(_cell(avg[k], None) for k in TABLE_STATS), mean_acc, str(avg["n"]), ""])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
     lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
@@ -225,6 +284,10 @@ def format_table(ev: Evaluation) -> str:
     if ev.settings.get("bootstrap"):
         lines.append(
             f"[brackets]: 95% bootstrap CI, {ev.settings['bootstrap']} segment resamples, seed {ev.settings['seed']}"
+        )
+    if ev.acc_eq:
+        lines.append(
+            "acc_eq: WMT24's tie-calibrated pairwise accuracy, pairs of outputs of one item (--protocol: the ε)"
         )
     return "\n".join(lines)
 
