@@ -158,8 +158,21 @@ def test_evaluate_bertscore_rows(tiny_encoder, tmp_path, capsys):
     ]
     assert main(args) == 0
     out = capsys.readouterr().out
+    from sacrebleu.metrics import CHRF
+    from scipy.stats import kendalltau
+
+    pairs = HAND * 2
+    scorer = BERTScorer(tiny_encoder, layer=1)
+    computed = scorer.score([c for c, _ in pairs], [r for _, r in pairs])
+    independent = {  # each metric's own numbers, correlated by scipy, per group
+        "chrf": [CHRF().sentence_score(c, [r]).score for c, r in pairs],
+        "bertscore": computed.f1.tolist(),
+        "bertscore_p": computed.precision.tolist(),
+    }
     for metric, group in (("chrf", "a-b"), ("bertscore", "a-b"), ("bertscore_p", "c-d")):
-        assert re.search(rf"^{metric}\s+{group}\s+-?\d\.\d{{4}}", out, re.M)
+        rows = [i for i in range(len(pairs)) if (i % 2 == 1) == (group == "a-b")]
+        tau = kendalltau([independent[metric][i] for i in rows], [i / 3 for i in rows], variant="b")[0]
+        assert re.search(rf"^{metric}\s+{group}\s+{tau:.4f}\s", out, re.M), (metric, group, tau)
 
 
 def test_bad_layer_and_unknown_model(tiny_encoder, tmp_path, capsys):

@@ -112,11 +112,16 @@ def test_compare_cli_files_table_and_bad_input(three_systems, tmp_path, capsys, 
     )
     printed = capsys.readouterr().out
     report = json.loads(out.read_text())
-    assert len(report["pairs"]) == 1 and report["pairs"][0]["winner"] in (
-        str(files["a.txt"]),
-        str(files["b.txt"]),
-        "tie",
-    )
+    import sacrebleu.metrics
+    from sacrebleu.significance import _paired_bs_test
+
+    bleu = sacrebleu.metrics.BLEU()  # the winner by sacrebleu's own paired bootstrap (100 resamples, seed 0)
+    base_stats = bleu._extract_corpus_statistics(mt[a], [ref[a]])
+    base = (base_stats, bleu._aggregate_and_compute(base_stats))
+    _, theirs = _paired_bs_test({"m": base}, b, mt[b], [ref[b]], {"m": bleu}, n_samples=100, seed=0)
+    higher = files["b.txt"] if theirs["m"].score > base[1].score else files["a.txt"]
+    expected = str(higher) if theirs["m"].p_value < 0.05 else "tie"
+    assert len(report["pairs"]) == 1 and report["pairs"][0]["winner"] == expected
     assert "p (bootstrap)" in printed and "system:corpus_bleu" in printed
     # the same systems from a table, rows shuffled: paired by seg_id, same numbers
     table = write_csv(tmp_path / "t.csv", list(reversed(three_systems)))

@@ -41,7 +41,10 @@ def test_darr_needs_raw_and_reference_free_evaluate(tmp_path, tiny_encoder, da_r
         "qe",
     )
     no_ref = write_csv(tmp_path / "no_ref.csv", [{k: v for k, v in r.items() if k != "ref"} for r in da_rows[:40]])
-    assert main(["evaluate", "--data", str(no_ref), "--metrics", str(qe), "--bootstrap", "0", "--quiet", "true"]) == 0
-    assert "qe" in capsys.readouterr().out
+    assert (
+        main(["evaluate", "--data", str(no_ref), "--metrics", f"myqe={qe}", "--bootstrap", "0", "--quiet", "true"]) == 0
+    )
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert [r[0] for r in rows if r and r[0] == "myqe"] == ["myqe"]  # its row, by the label given (not in the path)
     assert main(["evaluate", "--data", str(no_ref), "--metrics", "chrf", str(qe)]) != 0  # chrF needs the references
     assert "missing required column 'ref'" in capsys.readouterr().err

@@ -94,10 +94,17 @@ def test_options_reach_the_metric_and_its_signature(tiny_encoder):
     assert load_metric(spec, precision="fp32").score(mt=MT, ref=REF).scores == pytest.approx(result.scores, abs=1e-6)
 
 
-def test_one_family_with_equal_settings_is_computed_once(tiny_encoder):
+def test_one_family_with_equal_settings_is_computed_once(tiny_encoder, monkeypatch):
+    from lightning_metrics.metrics import builtin
+
+    calls, real = [], builtin.bertscore_with_references  # where the BERTScore family is computed
+    monkeypatch.setattr(builtin, "bertscore_with_references", lambda *a: calls.append("bertscore") or real(*a))
     specs = [f"bertscore_p:model={tiny_encoder},layer=1", f"p2=bertscore_p:layer=1,model={tiny_encoder}"]
     values = score_many(specs, MT, REF)
     assert list(values) == [specs[0], "p2"] and values[specs[0]] == values["p2"]
+    assert calls == ["bertscore"]  # one computation for both labels
+    score_many([*specs, f"bertscore_p:model={tiny_encoder},layer=2"], MT, REF)
+    assert calls == ["bertscore"] * 3  # another layer is another computation
     with pytest.raises(LightningMetricsError, match="'p2' is given twice: label one as NAME=SPEC"):
         score_many(["p2=chrf", "p2=bleu"], MT, REF)
 
@@ -118,7 +125,8 @@ def test_the_spec_works_in_every_command(tiny_encoder, tmp_path, capsys):
     (tmp_path / "r.csv").write_text("\n".join(rows) + "\n")
     evaluate = ["evaluate", "--data", str(tmp_path / "r.csv"), "--metrics", f"bs={spec}", "chrf:word_order=2"]
     assert main([*evaluate, "--bootstrap", "0", "--quiet", "true"]) == 0
-    assert "bs " in capsys.readouterr().out
+    labels = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert {"bs", "chrf:word_order=2"} <= set(labels)  # a row per metric, by its label
     (tmp_path / "cands.txt").write_text("".join(c + "\n" for c in TINY_CORPUS[:4]))
     rerank = ["rerank", "--model", spec, "-t", str(tmp_path / "cands.txt"), "--num-candidates", "2", "--quiet", "true"]
     assert main(rerank) == 0

@@ -12,10 +12,13 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import REPO
+from scipy.stats import kendalltau
 from test_spans import mqm_file
 from test_workflow import lm, ok
 
+from lightning_metrics.data.mqm import read_mqm
 from lightning_metrics.evaluation.span_report import COLOURS, html_report
+from lightning_metrics.metrics import load_metric
 from lightning_metrics.metrics.base import ScoreResult
 
 WORDS = ["cat", "dog", "mat", "train", "window", "museum", "library", "weather"]
@@ -102,10 +105,20 @@ def test_fit_export_score_spans_evaluate(tmp_path, tiny_encoder):
     table = ok(
         lm(tmp_path, "evaluate", "--data", "mqm_ted_ende.tsv", "--metrics", "checkpoints/spans", "--bootstrap", "20")
     )
-    assert re.search(r"^checkpoints/spans\s+all\s+-?[01]\.\d{4}", table, re.M)  # segment Kendall with the MQM score
+    data = read_mqm(str(tmp_path / "mqm_ted_ende.tsv")).columns  # segment Kendall, computed here
+    metric = load_metric(str(tmp_path / "checkpoints" / "spans"))
+    tau = kendalltau(metric.score(**{f: data[f] for f in metric.inputs}).scores, data["score"], variant="b")[0]
+    assert re.search(rf"^checkpoints/spans\s+all\s+{tau:.4f} \[", table, re.M)
     assert re.search(r"^\(mark nothing\)\s+all\s+0\.0000", table, re.M)
-    # every word minor: its recall is 1 (all annotated words marked), both variants' rows present
-    assert re.search(r"^\(every word minor\)\s+all\s+0\.\d{4} \[.*\]\s+0\.\d{4}\s+1\.0000", table, re.M)
+    # every word minor marks the non-space characters; each gold span here is one word (3 characters),
+    # so recall is 1 severity ignored, and 1/2 with severity (only the minor half of the spans match)
+    marked = sum(len(t.replace(" ", "")) for t in data["mt"])
+    gold = sum(s["end"] - s["start"] for spans in data["spans"] for s in spans)
+    minor = sum(s["end"] - s["start"] for spans in data["spans"] for s in spans if s["severity"] == "minor")
+    f1 = lambda p, r: 2 * p * r / (p + r)  # noqa: E731
+    p_all, p_minor = gold / marked, minor / marked
+    cells = rf"{f1(p_all, 1.0):.4f} \[.*\]\s+{p_all:.4f}\s+1\.0000\s+{f1(p_minor, minor / gold):.4f} \[.*\]"
+    assert re.search(rf"^\(every word minor\)\s+all\s+{cells}\s+{p_minor:.4f}\s+{minor / gold:.4f}", table, re.M)
     assert re.search(r"^checkpoints/spans\s+all\s+[01]\.\d{4} \[", table.split("\nspans ")[1], re.M)
 
 

@@ -2,16 +2,23 @@
 ``fit --config <shipped config>`` -> ``export`` -> ``score`` -> ``evaluate`` (-> ``probe``), for
 every family, and the two-stage BLEURT recipe ``generate`` -> pre-train -> fine-tune."""
 
+import csv
 import json
 import os
+import random
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import REPO, TINY_CORPUS
+from sacrebleu.metrics import CHRF
+from scipy.stats import kendalltau
 
+from data_gen.perturbations import build
 from lightning_metrics.cli.main import main
+from lightning_metrics.metrics import load_metric
 
 OFFLINE = {
     **os.environ,
@@ -118,9 +125,15 @@ def test_fit_export_score_evaluate(
             "20",
         )
     )
-    assert re.search(r"^checkpoints/m\s+is-en\s+-?0\.\d{4} \[", table, re.M) and re.search(
-        r"^chrf\s+is-en\s", table, re.M
-    )
+    rows = list(csv.DictReader((tmp_path / "ratings.csv").open(encoding="utf-8")))
+    metric = load_metric(str(tmp_path / "checkpoints" / "m"))
+    learned = metric.score(**{f: [r[f] for r in rows] for f in metric.inputs}).scores
+    chrf = [CHRF().sentence_score(r["mt"], [r["ref"]]).score for r in rows]
+    for label, values in (("checkpoints/m", learned), ("chrf", chrf)):  # each row's Kendall, computed here
+        for lp in sorted({r["lp"] for r in rows}):
+            idx = [i for i, r in enumerate(rows) if r["lp"] == lp]
+            tau = kendalltau([values[i] for i in idx], [float(rows[i]["score"]) for i in idx], variant="b")[0]
+            assert re.search(rf"^{re.escape(label)}\s+{lp}\s+{tau:.4f} \[", table, re.M), (label, lp, tau)
 
     if reads_src:  # probe keeps each sentence's source and perturbs the reference side
         probed = ok(
@@ -137,7 +150,21 @@ def test_fit_export_score_evaluate(
                 "12",
             )
         )
-        assert re.search(r"^deletion\s+0\.40\s+\d+\s+[01]\.\d{3}\s+-?\d+\.\d{4}$", probed, re.M)
+        # the deletion row from the metric's own scores of the same deletions (probe's seeding, here)
+        corpus, sources = (
+            (tmp_path / "ref.txt").read_text().splitlines(),
+            (tmp_path / "src.txt").read_text().splitlines(),
+        )
+        picked = random.Random(0).sample(range(len(corpus)), min(12, len(corpus)))
+        cut = [(k, build("deletion").apply(corpus[i], random.Random(f"0:deletion:{k}"))) for k, i in enumerate(picked)]
+        cut = [(k, out) for k, out in cut if out is not None and out != corpus[picked[k]]]
+        same = metric.score(mt=[corpus[i] for i in picked], ref=[corpus[i] for i in picked],
+                            src=[sources[i] for i in picked]).scores  # fmt: skip
+        deleted = metric.score(mt=[o for _, o in cut], ref=[corpus[picked[k]] for k, _ in cut],
+                               src=[sources[picked[k]] for k, _ in cut]).scores  # fmt: skip
+        below = np.mean([d < same[k] for (k, _), d in zip(cut, deleted)])
+        drop = np.mean([same[k] - d for (k, _), d in zip(cut, deleted)])
+        assert re.search(rf"^deletion\s+0\.40\s+{len(cut)}\s+{below:.3f}\s+{drop:.4f}$", probed, re.M)
         monkeypatch.chdir(tmp_path)  # a mistake's one line, in process (a traceback would raise here)
         capsys.readouterr()
         assert main(["probe", "--metric", "checkpoints/m", "--corpus", "ref.txt", "--n", "12"]) == 2
