@@ -50,6 +50,7 @@ RUN_IN_WORKFLOW = {
     "configs/comet/referenceless.yaml",
     "configs/comet/ranking.yaml",
     "configs/recipes/error-spans.yaml",  # tests/test_span_workflow.py
+    "configs/recipes/metricx-in-house.yaml",  # tests/test_metricx.py, from an imported MetricX
 }
 
 

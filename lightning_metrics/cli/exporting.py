@@ -9,6 +9,7 @@ from typing import Optional
 from jsonargparse import ArgumentParser
 
 from lightning_metrics.cli.common import _add_device_flag, _score_options, _subparser
+from lightning_metrics.encoders.template import MODES_HELP
 from lightning_metrics.errors import LightningMetricsError
 
 
@@ -67,12 +68,12 @@ def run_export(cfg) -> int:
 
 
 def _import_parser() -> ArgumentParser:
-    p = _subparser("Turn a peer's checkpoint (unbabel-comet, bleurt-pytorch) into an exported metric folder.")
+    p = _subparser("Turn a peer's checkpoint (unbabel-comet, bleurt-pytorch, MetricX) into an exported metric folder.")
     p.add_argument(
         "source",
         type=str,
         help="a COMET checkpoint folder (checkpoints/model.ckpt + hparams.yaml) or its .ckpt, "
-        "or a bleurt-pytorch folder",
+        "a bleurt-pytorch folder, or a MetricX-23/24 folder",
     )
     p.add_argument("--out", type=str, required=True, help="the export folder to write (e.g. checkpoints/NAME)")
     p.add_argument(
@@ -82,6 +83,18 @@ def _import_parser() -> ArgumentParser:
         help="COMET: a folder with the encoder's config.json and tokenizer, instead of the hub name "
         "in hparams.yaml (pretrained_model)",
     )
+    p.add_argument(
+        "--tokenizer", type=Optional[str], default=None, help="MetricX: mT5's tokenizer folder, unless beside the model"
+    )
+    p.add_argument(
+        "--metricx-version",
+        type=Optional[str],
+        default=None,
+        help="MetricX: 23 or 24 (default: from the folder's name)",
+    )
+    p.add_argument(
+        "--mode", type=Optional[str], default=None, help=f"MetricX's inputs ({MODES_HELP}; default: the first)"
+    )
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     return p
 
@@ -90,7 +103,8 @@ def run_import(cfg) -> int:
     from lightning_metrics.importers import fine_tune_command, import_metric
     from lightning_metrics.storage.artifact import read_export
 
-    folder = import_metric(cfg.source, cfg.out, encoder=cfg.encoder, force=cfg.force)
+    options = {"tokenizer": cfg.tokenizer, "version": cfg.metricx_version, "mode": cfg.mode}
+    folder = import_metric(cfg.source, cfg.out, encoder=cfg.encoder, force=cfg.force, **options)
     print(f"imported {cfg.source} -> {folder}")
     print(f"fine-tune it on your ratings with:\n  {fine_tune_command(folder, read_export(folder).meta)}")
     return 0

@@ -19,6 +19,7 @@ from lightning_metrics.data.batching import (
     SegmentsCollate,
     SentencesCollate,
     SourceGroupSampler,
+    TemplateCollate,
 )
 from lightning_metrics.data.loader import ResumableLoader
 from lightning_metrics.encoders.inference import GPU_BATCH_TOKENS
@@ -74,6 +75,7 @@ class MetricDataModule(pl.LightningDataModule):
         if batches.sampler not in SAMPLERS:
             raise LightningMetricsError(f"data.batches.sampler must be one of {SAMPLERS}, got {batches.sampler!r}")
         self.input_format, self.text_fields = layout.input_format, tuple(layout.text_fields)
+        self.template = layout.template
         self.encoder, self.targets, self.seed = encoder, list(targets), seed
         self.batch_size, self.num_workers, self.max_length = batches.batch_size, batches.num_workers, batches.max_length
         self.sampler = batches.sampler
@@ -175,6 +177,8 @@ class MetricDataModule(pl.LightningDataModule):
             )
         if self.input_format == "segments":
             return SegmentsCollate(self.tokenizer, max_length, self.text_fields, self.targets, *ids)
+        if self.input_format == "template":
+            return TemplateCollate(self.tokenizer, max_length, self.template, self.targets, *ids)
         return CrossEncoderCollate(self.tokenizer, max_length, self.targets, *ids)
 
     @property

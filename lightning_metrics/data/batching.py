@@ -10,6 +10,7 @@ from torch.utils.data import Dataset, Sampler
 
 from lightning_metrics.encoders.segments import encode_segments
 from lightning_metrics.encoders.sequences import encode_pairs, pad_sequences, unique_sentence_groups
+from lightning_metrics.encoders.template import encode_template
 from lightning_metrics.spans import IGNORED_TOKEN, character_levels
 
 
@@ -209,3 +210,21 @@ class SegmentsCollate:
                     labels[i, 1 + j] = int(levels[a:b].max()) if b > a else 0
             out["token_labels"] = labels
         return out
+
+
+class TemplateCollate:
+    """One text per row from a MetricX template (``metricx-VERSION:MODE``), tokenised as MetricX does
+    (cut to ``max_length``, end-of-sequence removed), padded."""
+
+    def __init__(
+        self, tokenizer, max_length: int, template: str, targets: Sequence[str], lp_ids: dict, system_ids: dict
+    ):
+        version, _, self.mode = template.removeprefix("metricx-").partition(":")
+        self.tokenizer, self.max_length, self.version, self.targets = tokenizer, max_length, version, list(targets)
+        self.lp_ids, self.system_ids = lp_ids, system_ids
+
+    def __call__(self, rows: list[dict]) -> dict:
+        columns = {f: [r[f] for r in rows] for f in ("src", "mt", "ref") if f in rows[0]}
+        encoded = encode_template(self.tokenizer, self.version, self.mode, columns, self.max_length)
+        inputs = pad_sequences(self.tokenizer, encoded.ids)
+        return {"inputs": inputs, **_common(rows, self.targets, self.lp_ids, self.system_ids)}

@@ -5,7 +5,7 @@ collates, scoring and BERTScore all build their encoder inputs here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -13,7 +13,8 @@ import torch
 from lightning_metrics.encoders.inference import length_batches
 from lightning_metrics.errors import LightningMetricsError
 
-INPUT_FORMATS = ("cross", "sentences", "segments")  # a pair per row, each unique sentence alone, or mt + others
+INPUT_FORMATS = ("cross", "sentences", "segments", "template")  # a pair per row, each unique sentence alone, mt +
+# others, or one text from a template over the row (MetricX)
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class BatchLayout:
 
     input_format: str = "cross"
     text_fields: Sequence[str] = ("mt", "ref")
+    template: Optional[str] = None  # the template format's: "metricx-24:both" (lightning_metrics.encoders.template)
 
     def __post_init__(self):
         object.__setattr__(self, "text_fields", tuple(self.text_fields))

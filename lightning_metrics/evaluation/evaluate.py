@@ -127,17 +127,21 @@ def evaluate(
 
     found: dict[str, list] = {}
 
+    lower: set = set()
+
     def score_all(specs, m, r, s):
         return score_many(
-            specs, m, r, s, options, num_proc=num_proc, max_length=max_length, precision=precision, spans=found
-        )
+            specs, m, r, s, options, num_proc=num_proc, max_length=max_length, precision=precision, spans=found,
+            lower_is_better=lower,
+        )  # fmt: skip
 
     scorer = scorer or score_all
     scores = scorer(list(metrics), mt, ref, src)
+    scores = {k: [-v for v in values] if k in lower else values for k, values in scores.items()}  # agreement
     groups = list(data[group]) if group else None
     systems = list(data["system"]) if "system" in columns else None
     results = correlate_metrics(scores, human, groups, systems, bootstrap=bootstrap, seed=seed, num_proc=num_proc)
-    settings = {"bootstrap": bootstrap, "seed": seed, "n_rows": len(mt)}
+    settings = {"bootstrap": bootstrap, "seed": seed, "n_rows": len(mt), "negated": sorted(lower)}
     ev = Evaluation(
         results=results, group_by=group, settings=settings, scores=scores, human=human.tolist(), groups=groups
     )
@@ -289,6 +293,8 @@ def format_table(ev: Evaluation) -> str:
         lines.append(
             "acc_eq: WMT24's tie-calibrated pairwise accuracy, pairs of outputs of one item (--protocol: the ε)"
         )
+    if ev.settings.get("negated"):
+        lines.append(f"lower is better for {', '.join(ev.settings['negated'])}: correlated with its scores negated")
     return "\n".join(lines)
 
 

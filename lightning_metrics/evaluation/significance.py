@@ -83,7 +83,8 @@ def compare_systems(
         delta = resampled[b] - resampled[a]
         seg_a, seg_b = np.asarray(results[a].scores), np.asarray(results[b].scores)
         p_t = float(stats.ttest_rel(seg_b, seg_a).pvalue) if np.any(seg_a != seg_b) else 1.0
-        winner = (b if score_b > score_a else a) if p_boot < alpha and score_a != score_b else "tie"
+        better_b = score_b > score_a if metric.higher_is_better else score_b < score_a  # MetricX: lower is better
+        winner = (b if better_b else a) if p_boot < alpha and score_a != score_b else "tie"
         out.append(
             PairComparison(
                 a,

@@ -2,7 +2,8 @@
 
 - unbabel-comet checkpoint folders (``checkpoints/model.ckpt`` beside ``hparams.yaml``):
   ``RegressionMetric``, ``ReferencelessRegression`` and ``RankingMetric`` (:mod:`.comet`);
-- bleurt-pytorch folders (``BleurtForSequenceClassification``, BERT- or RemBERT-based) (:mod:`.bleurt`).
+- bleurt-pytorch folders (``BleurtForSequenceClassification``, BERT- or RemBERT-based) (:mod:`.bleurt`);
+- MetricX-23 and MetricX-24 folders (``MT5ForRegression``) (:mod:`.metricx`).
 
 Each reader turns a peer's files into a :class:`PeerModel`: one of our families, its
 hyper-parameters, and every weight under our names. :func:`import_metric` builds the family from
@@ -24,16 +25,19 @@ from typing import Optional
 import torch
 
 from lightning_metrics.errors import InputError
-from lightning_metrics.importers import bleurt, comet
+from lightning_metrics.importers import bleurt, comet, metricx
 from lightning_metrics.importers.peer import REBUILT_BUFFERS, PeerModel
 
 
-def read_peer(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerModel:
-    """The :class:`PeerModel` of a COMET checkpoint (folder or ``.ckpt``) or a bleurt-pytorch folder."""
+def read_peer(path: str | os.PathLike, encoder: Optional[str] = None, **metricx_options) -> PeerModel:
+    """The :class:`PeerModel` of a COMET checkpoint (folder or ``.ckpt``), a bleurt-pytorch folder or a
+    MetricX folder (``metricx_options``: ``tokenizer``, ``version``, ``mode``)."""
     if comet.is_comet(path):
         return comet.read_comet(path, encoder)
     if bleurt.is_bleurt(path):
         return bleurt.read_bleurt(path)
+    if metricx.is_metricx(path):
+        return metricx.read_metricx(path, **metricx_options)
     if not Path(path).exists():
         raise InputError(str(path), "no such file or folder")
     checkpoint, hparams = comet.locate(path)
@@ -42,7 +46,8 @@ def read_peer(path: str | os.PathLike, encoder: Optional[str] = None) -> PeerMod
     raise InputError(
         str(path),
         "not a checkpoint this code imports: expected an unbabel-comet checkpoint (checkpoints/model.ckpt with "
-        "hparams.yaml beside checkpoints/) or a bleurt-pytorch folder (config.json of model_type bleurt)",
+        "hparams.yaml beside checkpoints/), a bleurt-pytorch folder (config.json of model_type bleurt) or a MetricX "
+        "folder (config.json with architectures MT5ForRegression)",
     )
 
 
@@ -78,9 +83,14 @@ def _statistics(model) -> dict:
 
 
 def import_metric(
-    path: str | os.PathLike, out: str | os.PathLike, encoder: Optional[str] = None, force: bool = False
+    path: str | os.PathLike,
+    out: str | os.PathLike,
+    encoder: Optional[str] = None,
+    force: bool = False,
+    **metricx_options,
 ) -> Path:
-    """Import the peer's checkpoint at ``path`` as an export folder ``out``; returns the folder."""
+    """Import the peer's checkpoint at ``path`` as an export folder ``out``; returns the folder.
+    ``metricx_options`` (``tokenizer``, ``version``, ``mode``) go to a MetricX folder's reader."""
     from lightning_metrics.encoders.loading import save_encoder_files
     from lightning_metrics.storage.artifact import write_export
     from lightning_metrics.training.export import metadata, model_card, save_model_files
@@ -88,7 +98,7 @@ def import_metric(
     target = Path(out)
     if target.exists() and not force:
         raise InputError(str(target), "exists; pass --force to replace it")
-    peer = read_peer(path, encoder)
+    peer = read_peer(path, encoder, **metricx_options)
     with tempfile.TemporaryDirectory(prefix="lm-import-") as folder:
         (peer.write_encoder or partial(save_encoder_files, peer.encoder))(folder)
         model = build_peer_model(peer, str(path), folder)
@@ -97,6 +107,8 @@ def import_metric(
         meta.update(encoder=peer.encoder, imported_from=peer.origin)
         if peer.reserved_positions is not None:  # scoring truncates where the peer does
             meta["max_length"] = int(model.encoder.config.max_position_embeddings) - peer.reserved_positions
+        if peer.max_length is not None:
+            meta["max_length"] = peer.max_length
         return write_export(
             target, meta, lambda out_folder: save_model_files(model, out_folder), model_card(target.name, meta), force
         )
@@ -108,6 +120,7 @@ CONFIGS = {  # the shipped config each family fine-tunes with
     "CometRanker": "configs/comet/ranking.yaml",
     "BleurtRegressor": "configs/bleurt/finetune.yaml",
     "UnifiedMetric": "configs/recipes/error-spans.yaml",
+    "MetricXRegressor": "configs/recipes/metricx-in-house.yaml",
 }
 ARCHITECTURE = (  # the hyper-parameters a fine-tuning model must share to take every weight
     "layer_mix",
@@ -121,6 +134,9 @@ ARCHITECTURE = (  # the hyper-parameters a fine-tuning model must share to take 
     "distance_eps",
     *("segments", "views", "view_weights", "span_weights", "error_labels", "word_layer", "decoding", "truncation"),
     "xcomet_mqm_weight",
+    "version",
+    "mode",
+    "tied_embeddings",
 )
 
 

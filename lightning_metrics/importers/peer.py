@@ -27,3 +27,4 @@ class PeerModel:
     origin: dict = field(default_factory=dict)
     write_encoder: Optional[Callable[[str], None]] = None
     reserved_positions: Optional[int] = None  # the peer tokenises to max_position_embeddings minus this
+    max_length: Optional[int] = None  # the peer's own input length (MetricX's), where it has one

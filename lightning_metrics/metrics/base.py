@@ -78,6 +78,7 @@ class Metric(ABC):
 
     name: str = "metric"
     inputs: tuple[str, ...] = ("mt", "ref")
+    higher_is_better: bool = True  # False for error scores (MetricX): every comparison turns them round
     native_multi_ref = (
         False  # True: segment_scores takes a list of references per row itself (BLEU, chrF, ROUGE, BERTScore)
     )

@@ -3,9 +3,10 @@
 Each member's scores are standardised with the mean and standard deviation of that member's
 scores on a table of training ratings (``--data`` at export), so a member on a 0-100 scale
 (chrF) and one on a z-score scale weigh alike; the ensemble's score is the weighted mean of
-the standardised scores. Members are exported metric folders (copied into ``members/``) or
-built-in metrics with their options. Built-in members of one family (BERTScore P/R/F) are
-computed once, and learned members whose encoders hold the same weights embed each sentence once.
+the standardised scores (a member where lower is better, MetricX, enters turned round). Members
+are exported metric folders (copied into ``members/``) or built-in metrics with their options.
+Built-in members of one family (BERTScore P/R/F) are computed once, and learned members whose
+encoders hold the same weights embed each sentence once.
 """
 
 from __future__ import annotations
@@ -71,8 +72,12 @@ class Ensemble(Metric):
         return out
 
     def standardised(self, raw: dict[str, np.ndarray]) -> np.ndarray:
-        """``[n_members, n]`` member scores, each standardised with its stored statistics."""
-        return np.stack([(raw[label] - s["mean"]) / s["std"] for (label, _, _), s in zip(self.members, self.stats)])
+        """``[n_members, n]`` member scores, each standardised with its stored statistics and turned round
+        where lower is better (MetricX), so every member and the ensemble rank higher as better."""
+        return np.stack([
+            (raw[label] - s["mean"]) / s["std"] * (1.0 if m.higher_is_better else -1.0)
+            for (label, m, _), s in zip(self.members, self.stats)
+        ])  # fmt: skip
 
     def segment_scores(self, columns, options: ScoreOptions) -> list[float]:
         z = self.standardised(self.member_scores(columns, options))

@@ -53,11 +53,12 @@ class LearnedMetric(Metric):
         self.name = self.path.name
         self.model = build_model(self.export)
         self.inputs = tuple(self.export.meta.get("inputs", self.model.inputs))
+        self.higher_is_better = bool(self.export.meta.get("higher_is_better", True))
         self.tokenizer = load_export_tokenizer(self.export)
         config = getattr(self.model.encoder, "config", None)
-        self.length_limit = min(
-            int(self.tokenizer.model_max_length), int(getattr(config, "max_position_embeddings", MAX_LENGTH))
-        )
+        positions = getattr(config, "max_position_embeddings", None)  # none for relative positions (mT5)
+        tokenizer_limit = int(min(self.tokenizer.model_max_length, 1 << 20))
+        self.length_limit = min(tokenizer_limit, int(positions)) if positions else tokenizer_limit
         if max_length is not None and not 0 < int(max_length) <= self.length_limit:
             raise InputError(
                 str(self.path), f"max_length {max_length} is outside 1..{self.length_limit}, the encoder's limit"
@@ -131,6 +132,8 @@ class LearnedMetric(Metric):
             views = [[columns[f] for f in view] for view in self.model.views]
             cut = [encode_segments(self.tokenizer, v, self.max_length, self.model.truncation).truncated for v in views]
             return max(cut)
+        if self.model.input_format == "template":
+            return self._template(columns).truncated
         if self.model.input_format != "sentences":
             lengths = [len(ids) for ids in self.tokenizer(columns["ref"], columns["mt"], verbose=False)["input_ids"]]
             return sum(n > self.max_length for n in lengths)
@@ -196,6 +199,8 @@ class LearnedMetric(Metric):
                         self.spans[position] = row_spans
                 elif sentences:
                     scores = self._chunk_sentences(rows, limits, target, bar, extra)
+                elif self.model.input_format == "template":
+                    scores = self._chunk_template(rows, limits, target, bar)
                 else:
                     scores = self._chunk_cross(rows, limits, target, bar, extra)
                 out[chunk] = scores
@@ -219,6 +224,23 @@ class LearnedMetric(Metric):
             bar.update(len(idx))
         out = np.zeros(len(ids))
         out[np.concatenate(batches)] = torch.cat(parts).cpu().numpy()  # one copy back
+        return out
+
+    def _template(self, rows: dict[str, list[str]]):
+        from lightning_metrics.encoders.template import encode_template
+
+        return encode_template(self.tokenizer, self.model.version, self.model.mode, rows, self.max_length)
+
+    def _chunk_template(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar) -> np.ndarray:
+        """A MetricX model's scores: each row one text from its template, in batches sorted by length."""
+        from lightning_metrics.encoders.sequences import pad_sequences
+
+        ids = self._template(rows).ids
+        out = np.zeros(len(ids))
+        for idx in length_batches([len(x) for x in ids], *limits):
+            inputs = to_device(pad_sequences(self.tokenizer, [ids[i] for i in idx]), target)
+            out[idx] = self.model.predict_scores({"inputs": inputs}).float().cpu().numpy()
+            bar.update(len(idx))
         return out
 
     def _chunk_segments(self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar):

@@ -81,9 +81,11 @@ def score_many(
     max_length: int | None = None,
     precision: str | None = None,
     spans: dict | None = None,
+    lower_is_better: set | None = None,
 ) -> dict[str, list[float]]:
     """Segment scores per metric, keyed by each spec's label (the spec as given, or its ``LABEL=``).
-    A ``spans`` dict receives, under the same labels, the error spans of the metrics that find them.
+    A ``spans`` dict receives, under the same labels, the error spans of the metrics that find them;
+    a ``lower_is_better`` set, the labels of metrics whose scores are lower for better output (MetricX).
 
     Built-ins of one family with equal settings (BERTScore P/R/F) are computed once; ``num_proc``
     processes share the lexical metrics; ``max_length`` goes to exported metrics, and ``precision``
@@ -100,6 +102,8 @@ def score_many(
             metric = load_metric(spec, max_length=max_length, precision=precision)
             result = metric.score(mt=mt, ref=ref, src=src, options=options)
             out[spec.label] = result.scores
+            if lower_is_better is not None and not metric.higher_is_better:
+                lower_is_better.add(spec.label)
             if spans is not None and "spans" in result.extra:
                 spans[spec.label] = result.extra["spans"]
     return {s.label: out[s.label] for s in specs}

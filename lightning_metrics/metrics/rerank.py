@@ -110,6 +110,6 @@ def rerank(
     out = []
     for s, group in enumerate(candidates):
         means = [float(np.mean(utility[(s, i)])) for i in range(len(group))]
-        best = int(np.argmax(means))
+        best = int(np.argmax(means) if metric.higher_is_better else np.argmin(means))  # MetricX: the lowest
         out.append(Choice(s, best, group[best], means[best]))
     return out

@@ -4,11 +4,13 @@ family (a sentence score and error spans)."""
 from lightning_metrics.models.base import MetricModel
 from lightning_metrics.models.bleurt import BleurtRegressor
 from lightning_metrics.models.comet import CometEstimator, CometReferenceless
+from lightning_metrics.models.metricx import MetricXRegressor
 from lightning_metrics.models.ranking import CometRanker
 from lightning_metrics.models.unified import UnifiedMetric
 
 FAMILIES = {
-    cls.__name__: cls for cls in (BleurtRegressor, CometEstimator, CometReferenceless, CometRanker, UnifiedMetric)
+    cls.__name__: cls
+    for cls in (BleurtRegressor, CometEstimator, CometReferenceless, CometRanker, UnifiedMetric, MetricXRegressor)
 }
 """The trainable families by class name: what a checkpoint's ``metric_family`` and an export's ``family`` name."""
 
@@ -20,4 +22,5 @@ __all__ = [
     "CometReferenceless",
     "CometRanker",
     "UnifiedMetric",
+    "MetricXRegressor",
 ]

@@ -67,6 +67,7 @@ class MetricModel(pl.LightningModule):
     inputs: tuple[str, ...] = ("mt", "ref")
     train_fields: tuple[str, ...] = ("mt", "ref")
     input_format = "cross"
+    higher_is_better = True  # MetricX's error scores are lower for better translations
 
     def __init__(
         self,
@@ -389,7 +390,7 @@ class MetricModel(pl.LightningModule):
 
     # -- evaluation ----------------------------------------------------------------------------
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        scores = self.predict_scores(batch)
+        scores = self.predict_scores(batch) * (1.0 if self.higher_is_better else -1.0)  # agreement with humans
         human = batch["targets"][:, 0].float()
         self._outputs.append(
             torch.stack([batch["index"].float(), scores, human, batch["lp"].float(), batch["system"].float()], dim=1)

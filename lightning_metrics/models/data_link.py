@@ -42,6 +42,8 @@ def link_problem(model, data) -> str | None:
             "makes "
             f"{data.input_format} batches of {list(data.text_fields)}; build it with layout=model.batch_layout"
         )
+    if layout.get("template") != getattr(data, "template", None):
+        return f"{family} reads the template {layout.get('template')}, the data module makes {data.template}"
     return None
 
 

@@ -94,6 +94,7 @@ def metadata(model, trained: dict, dev: dict, training_data: dict) -> dict:
     return {
         "family": type(model).__name__,
         "inputs": list(model.inputs),
+        "higher_is_better": bool(model.higher_is_better),
         "targets": list(model.targets),
         "target_mean": model.target_mean.tolist(),
         "target_std": model.target_std.tolist(),
