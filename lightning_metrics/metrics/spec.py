@@ -3,7 +3,8 @@
 - a built-in, ``NAME[:key=value,...]``: ``chrf``, ``chrf:word_order=2``,
   ``bertscore:model=multilingual-e5-small,layer=7,idf=true``; the keys of each are
   :data:`~lightning_metrics.metrics.builtin.OPTIONS`, values are read as YAML (``true``, ``4``, text);
-- an exported metric folder, ``checkpoints/NAME``;
+- an exported metric folder, ``checkpoints/NAME``, or a hub id whose snapshot holds one
+  (``org/name[@revision]``, through Hugging Face's cache: :mod:`lightning_metrics.storage.hub`);
 - either of them labelled, ``LABEL=SPEC``: ``mine=checkpoints/NAME``, ``e5=bertscore:model=multilingual-e5-small``.
 
 An unknown name or key, or a bad value, is one line naming it. Built-ins record their spec in their
@@ -22,6 +23,7 @@ import yaml
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.builtin import builtin, builtin_names, canonical_name, is_builtin_name
 from lightning_metrics.storage.artifact import is_exported, read_export
+from lightning_metrics.storage.hub import is_hub_id, resolve_hub_id
 
 LABEL = re.compile(r"[A-Za-z0-9][\w.+-]*")
 
@@ -59,10 +61,29 @@ def parse_spec(text: str | Path | MetricSpec) -> MetricSpec:
         return MetricSpec(text, text, canonical_name(base), options)
     if Path(text).exists():
         read_export(text)  # raises the precise reason (not a folder, no metadata, ...)
+    if is_hub_id(text):
+        return MetricSpec(text, text, folder=hub_export(text))
     raise LightningMetricsError(
         f"unknown metric {text!r}: not an exported metric folder, nor a built-in metric {builtin_names()} "
         "(options after a colon: bertscore:layer=4)"
     )
+
+
+def hub_export(text: str) -> str:
+    """The snapshot folder of the hub id ``text`` (storage/hub), which must hold an exported metric."""
+    try:
+        folder = resolve_hub_id(text).folder
+    except LightningMetricsError as e:
+        raise LightningMetricsError(
+            f"unknown metric {text!r}: no folder here, nor a built-in; as a hub id: {e}"
+        ) from None
+    if not is_exported(folder):
+        name = text.split("/")[-1].split("@")[0]
+        raise LightningMetricsError(
+            f"{text} ({folder}) holds no exported metric; a COMET, BLEURT or MetricX checkpoint is imported first: "
+            f"lightning-metrics import {text} --out checkpoints/{name}"
+        )
+    return str(folder)
 
 
 def parse_specs(texts: Sequence[str | MetricSpec]) -> list[MetricSpec]:
