@@ -3,20 +3,11 @@ the tables are generated from the JSON, never typed."""
 
 from __future__ import annotations
 
-import json
-import os
 from datetime import date
-from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "cross-year-sources"
+from results_doc import machine, publish
+
 TARGETS = {"BERTScore-e5": 0.02, "chrF": 0.04, "signals only (least squares)": 0.01}
-
-
-def cpu() -> str:
-    names = [
-        line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line
-    ]
-    return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
 
 
 def ci(pair) -> str:
@@ -76,9 +67,8 @@ def gains_table(final: dict) -> list[str]:
 
 
 def write_report(state: dict, command: str) -> None:
-    payload = {"date": date.today().isoformat(), "machine": cpu(), "command": command, **state}
-    RESULTS.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
-    RESULTS.with_suffix(".md").write_text(render(payload))
+    payload = {"date": date.today().isoformat(), "machine": machine(), "command": command, **state}
+    publish("cross-year-sources", payload, __file__)
 
 
 def render(payload: dict) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import shutil
 import time
 from datetime import date
@@ -35,6 +34,7 @@ import numpy as np
 import pytorch_lightning as pl
 import yaml
 from cross_year import document_sample
+from results_doc import machine, publish
 
 from lightning_metrics.correlation import kendall
 from lightning_metrics.data.modules import RatingsDataModule
@@ -46,7 +46,6 @@ from lightning_metrics.training.export import export_checkpoint
 
 REPO = common.REPO
 RECIPE = REPO / "configs" / "recipes" / "generalist-multilingual.yaml"
-RESULTS = REPO / "docs" / "results" / "feature-cache.md"
 RUNS = ("uncached", "cached, cold", "cached, warm")
 
 
@@ -96,14 +95,6 @@ def timed_fit(recipe: dict, cached: bool, paths, epochs: int, seed: int, folder:
     return seconds, export
 
 
-def machine() -> str:
-    """The CPU's model name and core count (what every timing here depends on)."""
-    names = [
-        line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line
-    ]
-    return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
-
-
 def report_table(report: dict) -> str:
     base = report["runs"]["uncached"]["seconds"]
     lines = [
@@ -119,8 +110,9 @@ def report_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(report: dict) -> None:
-    text = f"""# Cached encoder features: fit speed ({report["date"]})
+def render(report: dict) -> str:
+    """The page ``docs/results/feature-cache.md``, from its JSON."""
+    return f"""# Cached encoder features: fit speed ({report["date"]})
 
 Measured on {report["machine"]}, fp32, seed {report["seed"]}:
 
@@ -136,7 +128,6 @@ reads them all back.
 
 {report_table(report)}
 """
-    RESULTS.write_text(text, encoding="utf-8")
 
 
 def main() -> None:
@@ -176,8 +167,7 @@ def main() -> None:
         "steps": args.epochs * -(-len(data.train_rows["mt"]) // data.batch_size), "runs": runs,
     }  # fmt: skip
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
-    RESULTS.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-    write_results(report)
+    publish("feature-cache", report, __file__)
     print(report_table(report))
 
 

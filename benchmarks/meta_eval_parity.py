@@ -25,6 +25,7 @@ from pathlib import Path
 
 import common  # the offline environment, before anything loads transformers
 import numpy as np
+from results_doc import machine, publish
 
 from lightning_metrics.correlation import kendall
 from lightning_metrics.data.readers import read_rating_table
@@ -40,7 +41,6 @@ from lightning_metrics.evaluation.protocol import system_matrix, system_means
 from lightning_metrics.metrics import score_many
 
 REPO = common.REPO
-RESULTS = REPO / "docs" / "results" / "meta-eval-parity"
 FILES = {"MQM newstest": common.NEWS, "DA": common.DA}
 SAMPLE_RATE, SEED, PERM_SEED = 0.05, 7, 11
 DETERMINISTIC = ("acc_eq_item", "epsilon_item", "acc_eq_none", "epsilon_none", "kendall_b", "kendall_b_item",
@@ -184,16 +184,13 @@ def main() -> None:
     commit = subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "HEAD"], capture_output=True, text=True)
     deterministic = [r["diff"] for rows in report_tests.values() for m, r in rows.items() if "sampling_error" not in r]
     permutation = [r for rows in report_tests.values() for r in rows.values() if "sampling_error" in r]
-    from feature_cache_speed import machine
-
     report = {
         "date": date.today().isoformat(), "machine": machine(), "reference_commit": commit.stdout.strip()[:12],
         "command": f"python benchmarks/meta_eval_parity.py {args.reference} --k {args.k}",
         "max_diff": max(deterministic), "max_p_diff": max(r["diff"] for r in permutation),
         "p_within": all(r["diff"] <= r["sampling_error"] for r in permutation), "tests": report_tests,
     }  # fmt: skip
-    RESULTS.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-    RESULTS.with_suffix(".md").write_text(render(report))
+    publish("meta-eval-parity", report, __file__)
     print(render(report))
 
 
