@@ -113,12 +113,13 @@ def run_peer(args, peer: str, encoder: Path, rows_file: Path, out: Path, hparams
     return common.run_peer("import_peer.py", command, args.peer_python)
 
 
-def our_scores(checkpoint: Path, rows: list[dict]) -> tuple[list[float], list[bool], list | None]:
-    """The import's fp32 scores on ``rows``, which rows it cut to its ``max_length``, and its spans."""
+def our_scores(checkpoint: Path, rows: list[dict], unified: bool) -> tuple[list[float], list[bool], list | None]:
+    """The import's fp32 scores on ``rows``, which rows it cut to its ``max_length``, and its spans (a
+    unified model's imported with ``raw_spans``: unbabel-comet's token spans, not on word boundaries)."""
     from lightning_metrics import load_metric
     from lightning_metrics.importers import import_metric
 
-    folder = import_metric(checkpoint, checkpoint.parent / f"{checkpoint.name}-imported", force=True)
+    folder = import_metric(checkpoint, checkpoint.parent / f"{checkpoint.name}-imported", force=True, raw_spans=unified)
     metric = load_metric(str(folder), precision="fp32")
     columns = {k: [r[k] for r in rows] for k in metric.inputs}
     cut = [metric.count_truncated({k: [r[k]] for k in metric.inputs}) > 0 for r in rows]
@@ -187,7 +188,7 @@ def main() -> None:
             folder = out / f"{encoder_name.replace(' ', '-')}-{i}"
             peer_out = run_peer(args, peer, encoder, rows_file, folder, hparams)
             theirs = peer_out["scores"]
-            ours, cut, our_spans = our_scores(folder, rows)
+            ours, cut, our_spans = our_scores(folder, rows, name in UNIFIED_CASES)
             whole = largest_gap(theirs, ours, [not c for c in cut])
             on_cut = largest_gap(theirs, ours, cut)
             spans = same_spans(peer_out.get("spans"), our_spans, [True] * len(rows))

@@ -77,3 +77,25 @@ def test_choose_decoding_picks_the_best_dev_f1(tmp_path, tiny_encoder):
     tp, p, g = (sum(len(m & t) for m, t in zip(marked, gold)), sum(map(len, marked)), sum(map(len, gold)))
     f1 = 2 * tp / (p + g) if p + g else 0.0
     assert next(t["f1"] for t in chosen["tried"] if t["threshold"] == 0.5) == pytest.approx(f1)
+
+
+def test_error_span_test_rows_take_the_reference_from_refA_rows_and_unpack_the_archive(tmp_path):
+    import tarfile
+
+    rows = [  # segment 1: two systems and the human reference rated as a system; segment 2: no reference
+        ("sysA", "doc1", 1, "r1", "Quelle eins", "Die <v>Katze</v> sass.", "Accuracy", "Major"),
+        ("refA", "doc1", 1, "r1", "Quelle eins", "Die Katze sass da.", "No-error", "No-error"),
+        ("sysB", "doc1", 1, "r1", "Quelle eins", "Eine Katze sass.", "No-error", "No-error"),
+        ("sysA", "doc1", 2, "r1", "Quelle zwei", "Zwei.", "No-error", "No-error"),
+    ]
+    tsv = tmp_path / "src" / "sxs_mqm_test_ende.tsv"
+    tsv.parent.mkdir()
+    mqm_file(tsv, rows)
+    with tarfile.open(f"{tsv}.tar.gz", "w:gz") as tar:
+        tar.add(tsv, arcname=tsv.name)
+    tsv.unlink()
+    read, skipped = error_spans.test_rows(tsv, tmp_path / "out")  # only the archive is there
+    assert skipped == {} and read["system"] == ["sysA", "refA", "sysB", "sysA"]
+    assert read["ref"] == ["Die Katze sass da."] * 3 + [None]
+    assert error_spans.scorable(read, ("mt", "src"))["system"] == read["system"]
+    assert error_spans.scorable(read, ("mt", "src", "ref"))["system"] == ["sysA", "refA", "sysB"]

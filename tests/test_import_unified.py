@@ -11,6 +11,7 @@ from test_import import ROWS, bert
 
 from lightning_metrics import load_metric
 from lightning_metrics.importers import import_metric
+from lightning_metrics.spans import word_spans
 
 HEAD = [16, 8]
 CASES = {
@@ -103,14 +104,21 @@ def comet_decode(probs, encoding, hp) -> list[dict]:
     return out
 
 
+SPLIT = {  # words the tiny vocabulary does not hold, cut into pieces
+    "mt": "Orchideen und Schmetterlinge sind fantastische Geschöpfe.",
+    "src": "Orchids and butterflies are fantastic creatures.",
+    "ref": "Orchideen und Schmetterlinge sind wunderbar.",
+}
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_unified_import_scores_and_spans_as_comet(tmp_path, tiny_encoder, case):
     hp = {**COMMON, **CASES[case]}
     state = write_unified(tmp_path / "comet", tiny_encoder, hp)
-    folder = import_metric(tmp_path / "comet", tmp_path / "imported")
+    folder = import_metric(tmp_path / "comet", tmp_path / "imported", raw_spans=True)  # COMET's own token spans
     metric = load_metric(str(folder), precision="fp32")
     assert metric.inputs == tuple(hp["input_segments"] if case != "xcomet" else ["mt", "src", "ref"])
-    rows = ROWS + [LONG]
+    rows = ROWS + [LONG, SPLIT]
     result = metric.score(**{k: [r[k] for r in rows] for k in metric.inputs}, batch_size=5)
     assert metric.truncated == 1  # the long row, cut as COMET cuts it
     expected = [comet_unified(tiny_encoder, state, hp, r) for r in rows]
@@ -121,3 +129,10 @@ def test_unified_import_scores_and_spans_as_comet(tmp_path, tiny_encoder, case):
         assert sum(map(len, ours)) >= 3
         got = [s["confidence"] for row in result.extra["spans"] for s in row]
         assert max(abs(a - s["confidence"]) for a, s in zip(got, [s for e in expected for s in e[1]])) <= 1e-5
+    # imported without --raw-spans: the same scores, and the same spans on word boundaries
+    words = load_metric(str(import_metric(tmp_path / "comet", tmp_path / "words")), precision="fp32")
+    on_words = words.score(**{k: [r[k] for r in rows] for k in metric.inputs}, batch_size=5)
+    assert on_words.scores == result.scores
+    assert on_words.extra["spans"] == [word_spans(s, r["mt"]) for s, r in zip(result.extra["spans"], rows)]
+    if hp["word_level_training"]:  # the tiny vocabulary cuts SPLIT's words, and a span ends inside one
+        assert on_words.extra["spans"] != result.extra["spans"]

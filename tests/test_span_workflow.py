@@ -160,3 +160,58 @@ def test_html_report_renders_highlights_in_chromium(tmp_path):
         rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
         # the legend and at least one span in the text: a few hundred pixels of the severity's colour
         assert (np.abs(pixels - rgb).sum(axis=1) <= 6).sum() > 300, severity
+
+
+CHECK_MARKS = """<script>
+// each <mark>: is the character just before it and its own first one both inside a word, or its last one
+// and the one just after it? (what a person sees as a highlight that cuts a word)
+const word = /[\\p{L}\\p{N}\\p{M}]/u;
+const cut = [];
+for (const mark of document.querySelectorAll("td mark")) {  // the segments, not the legend
+  const before = (mark.previousSibling && mark.previousSibling.textContent) || "";
+  const after = (mark.nextSibling && mark.nextSibling.textContent) || "";
+  const text = mark.textContent;
+  if ((word.test(before.slice(-1)) && word.test(text[0])) || (word.test(text.slice(-1)) && word.test(after[0])))
+    cut.push(before.slice(-3) + "|" + text + "|" + after.slice(0, 3));
+}
+document.body.insertAdjacentHTML("beforeend", `<pre id="marks-checked">${document.querySelectorAll("td mark").length}
+${cut.join("\\n")}</pre>`);
+</script>"""
+
+
+def marks_cutting_words(page, tmp_path) -> tuple[int, list[str]]:
+    """The page rendered by headless Chromium: how many highlights it shows, and each one that starts or
+    ends inside a word (a script added to a copy reads the rendered text around every ``<mark>``)."""
+    probe = tmp_path / f"checked-{page.name}"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", CHECK_MARKS + "</body>"), encoding="utf-8")
+    dom = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", probe.as_uri()],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    found = re.search(r'<pre id="marks-checked">(\d+)\n(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return int(found.group(1)), [line for line in found.group(2).splitlines() if line]
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="Debian's chromium is not installed (make setup installs it)"
+)
+def test_no_highlight_starts_or_ends_inside_a_word_in_chromium(tmp_path, tiny_encoder):
+    """An imported word-level COMET model (random tagger) on words the tiny vocabulary cuts into pieces:
+    ``score --html`` highlights whole words; imported with ``--raw-spans`` (COMET's token spans) the same
+    page cuts words, so the check can fail."""
+    from test_import_unified import CASES, COMMON, SPLIT, write_unified
+
+    write_unified(tmp_path / "comet", tiny_encoder, {**COMMON, **CASES["unified-full-word-level"]})
+    rows = [SPLIT, {k: v.replace("Orchideen", "Sonnenblumen") for k, v in SPLIT.items()}]
+    for field, name in (("mt", "mt.txt"), ("src", "src.txt"), ("ref", "ref.txt")):
+        (tmp_path / name).write_text("".join(r[field] + "\n" for r in rows), encoding="utf-8")
+    shown = {}
+    for name, flags in (("words", []), ("raw", ["--raw-spans"])):
+        ok(lm(tmp_path, "import", "comet", "--out", f"checkpoints/{name}", *flags))
+        ok(lm(tmp_path, "score", "--model", f"checkpoints/{name}", "-t", "mt.txt", "-s", "src.txt", "-r", "ref.txt",
+              "--html", f"{name}.html"))  # fmt: skip
+        shown[name] = marks_cutting_words(tmp_path / f"{name}.html", tmp_path)
+    highlights, cut = shown["words"]
+    assert highlights > 0 and cut == [], cut  # spans shown, none cutting a word
+    assert shown["raw"][1], "COMET's raw token spans should cut a word here, or the check proves nothing"

@@ -11,7 +11,14 @@ from conftest import export_tiny
 
 from lightning_metrics.data.mqm import merge_spans, read_mqm, strip_markup
 from lightning_metrics.errors import InputError
-from lightning_metrics.evaluation.spans import mark_every_word, mark_nothing, span_counts, span_scores
+from lightning_metrics.evaluation.spans import (
+    mark_every_character,
+    mark_every_word,
+    mark_nothing,
+    span_counts,
+    span_scores,
+)
+from lightning_metrics.spans import word_spans
 
 HEADER = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseverity\n"
 
@@ -110,6 +117,19 @@ def test_markup_offsets_and_merge():
         [[{"start": 0, "end": 3, "severity": "minor"}], [{"start": 2, "end": 5, "severity": "major"}]], 8
     )
     assert merged == [{"start": 0, "end": 2, "severity": "minor"}, {"start": 2, "end": 5, "severity": "major"}]
+    # omissions (zero-length spans) are kept, one per position at its highest severity, after the others
+    omissions = [[{"start": 4, "end": 4, "severity": "minor"}], [{"start": 4, "end": 4, "severity": "major"}]]
+    assert merge_spans([*omissions, [{"start": 0, "end": 1, "severity": "minor"}]], 8) == [
+        {"start": 0, "end": 1, "severity": "minor"},
+        {"start": 4, "end": 4, "severity": "major"},
+    ]
+
+
+def test_reader_keeps_an_omission_as_a_zero_length_span(tmp_path):
+    rows = [("sysA", "talk.1", 1, "r1", "Quelle", "The cat<v></v> sat.", "Accuracy/Omission", "Major")]
+    table = read_mqm(mqm_file(tmp_path / "mqm_ted_deen.tsv", rows))
+    assert table.columns["spans"] == [[{"start": 7, "end": 7, "severity": "major"}]]
+    assert table.columns["score"] == [-5.0] and table.skipped == {}
 
 
 def test_span_f1_hand_computed():
@@ -120,7 +140,8 @@ def test_span_f1_hand_computed():
         [{"start": 0, "end": 4, "severity": "major"}],  # 2 of 4 hit (m, n), severity wrong
     ]
     counts = span_counts(pred, gold, mt)
-    assert counts.tolist() == [[2, 2, 4, 4], [2, 0, 4, 4]]
+    # WMT23: c, d (major on major) 1 each; m, n (major on minor) 1/2 each
+    assert counts.tolist() == [[2, 2, 4, 4, 2, 4, 4], [2, 0, 4, 4, 1, 4, 4]]
     scores = span_scores(counts, resamples=200)
     ignored, matched = scores.values["severity ignored"], scores.values["severity must match"]
     assert (ignored["precision"], ignored["recall"], ignored["f1"]) == (0.5, 0.5, 0.5)  # 4/8 and 4/8
@@ -129,7 +150,77 @@ def test_span_f1_hand_computed():
     nothing = span_scores(span_counts(mark_nothing(mt), gold, mt), resamples=10).values["severity ignored"]
     assert nothing["f1"] == 0.0
     words = span_counts(mark_every_word(["ab cd"]), [[{"start": 3, "end": 5, "severity": "minor"}]], ["ab cd"])
-    assert words.tolist() == [[2, 2, 4, 2]]  # 4 marked characters (the space is not), both of "cd" hit
+    assert words.tolist()[0][:4] == [2, 2, 4, 2]  # 4 marked characters (the space is not), both of "cd" hit
+    # the whole text, space included: recall 1 over its 5 characters
+    assert span_counts(mark_every_character(["ab cd"]), [[{"start": 1, "end": 4, "severity": "minor"}]], ["ab cd"])[
+        0
+    ].tolist()[:4] == [3, 3, 5, 3]
+
+
+def test_wmt23_span_f1_by_hand():
+    """WMT23's rule (its task2_evaluate.py): a severity mismatch is half a point, an omission (a zero-length
+    span) is the one position it marks (the end of the text too), a character both severities annotate
+    counts in full for either, critical counts as major."""
+    mt = ["abcdef", "xyz"]
+    gold = [
+        [
+            {"start": 0, "end": 2, "severity": "major"},  # a, b
+            {"start": 1, "end": 3, "severity": "minor"},  # b (both severities), c
+            {"start": 6, "end": 6, "severity": "minor"},  # an omission at the end: position 6
+        ],
+        [{"start": 1, "end": 1, "severity": "critical"}],  # an omission before y: position 1, as major
+    ]
+    pred = [
+        [{"start": 0, "end": 4, "severity": "minor"}, {"start": 6, "end": 6, "severity": "minor"}],
+        [{"start": 0, "end": 2, "severity": "major"}],
+    ]
+    counts = span_counts(pred, gold, mt)
+    # row 1: a (minor on major) 1/2, b (minor where both) 1, c (minor on minor) 1, d false, omission 6 hit: 3.5
+    #        of 5 predicted positions (a-d, 6) and 4 annotated (a, b, c, 6)
+    # row 2: y (major on the critical omission at 1) 1, x false: 1 of 2 predicted, 1 annotated
+    assert counts[:, 4:].tolist() == [[3.5, 5, 4], [1, 2, 1]]
+    assert counts[:, :4].tolist() == [[3, 1, 4, 3], [0, 0, 2, 0]]  # the other variants ignore omissions
+    wmt23 = span_scores(counts, resamples=10).values["WMT23"]
+    assert (wmt23["precision"], wmt23["recall"]) == (4.5 / 7, 4.5 / 5)
+
+
+def test_span_bootstrap_over_documents():
+    mt = ["ab"] * 4
+    gold = [[{"start": 0, "end": 2, "severity": "minor"}]] * 4
+    pred = [gold[0], gold[0], [], []]  # the first document's rows all found, the second's none
+    counts = span_counts(pred, gold, mt)
+    by_row = span_scores(counts, resamples=400, seed=1).values["severity ignored"]
+    by_doc = span_scores(counts, resamples=400, seed=1, clusters=["d1", "d1", "d2", "d2"]).values["severity ignored"]
+    assert by_row["f1"] == by_doc["f1"] == pytest.approx(2 / 3)
+    # a document draw takes both of its rows: recall is 0, 1/2 or 1, and F1 0, 2/3 or 1 only
+    assert {round(by_doc["f1_low"], 4), round(by_doc["f1_high"], 4)} <= {0.0, round(2 / 3, 4), 1.0}
+
+
+def test_word_spans_on_word_boundaries():
+    text = "Die Orchideen sind fantastische Blumen, wirklich."
+    token_spans = [
+        {"start": 4, "end": 11, "severity": "major", "confidence": 0.8},  # "Orchide|en"
+        {"start": 19, "end": 30, "severity": "major", "confidence": 0.6},  # "fantastisch|e"
+        {"start": 30, "end": 31, "severity": "minor", "confidence": 0.2},  # "e": the word keeps major
+        {"start": 32, "end": 34, "severity": "major", "confidence": 0.4},  # "Bl|umen": joins "fantastische"
+        {"start": 41, "end": 45, "severity": "major", "confidence": 0.9},  # "wirk|lich" after ", ": stays apart
+    ]
+    assert word_spans(token_spans, text) == [
+        {"start": 4, "end": 13, "severity": "major", "confidence": pytest.approx(0.8)},
+        {"start": 19, "end": 38, "severity": "major", "confidence": pytest.approx((12 * 0.6 + 6 * 0.4) / 18)},
+        {"start": 40, "end": 48, "severity": "major", "confidence": pytest.approx(0.9)},
+    ]
+    # neighbours of different severities stay apart; CJK characters are words of their own
+    assert word_spans(
+        [{"start": 0, "end": 1, "severity": "minor"}, {"start": 3, "end": 4, "severity": "major"}], "ab cd"
+    ) == [
+        {"start": 0, "end": 2, "severity": "minor"},
+        {"start": 3, "end": 5, "severity": "major"},
+    ]
+    assert word_spans([{"start": 2, "end": 3, "severity": "minor"}], "我们喜欢花") == [
+        {"start": 2, "end": 3, "severity": "minor"}
+    ]
+    assert word_spans([], "text") == []
 
 
 def test_unified_model_learns_spans_and_exports(tmp_path, tiny_encoder):

@@ -95,6 +95,11 @@ def _import_parser() -> ArgumentParser:
     p.add_argument(
         "--mode", type=Optional[str], default=None, help=f"MetricX's inputs ({MODES_HELP}; default: the first)"
     )
+    p.add_argument(
+        "--raw-spans",
+        action="store_true",
+        help="COMET's unified models: report the token spans as unbabel-comet decodes them, not on word boundaries",
+    )
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     return p
 
@@ -104,7 +109,9 @@ def run_import(cfg) -> int:
     from lightning_metrics.storage.artifact import read_export
 
     options = {"tokenizer": cfg.tokenizer, "version": cfg.metricx_version, "mode": cfg.mode}
-    folder = import_metric(cfg.source, cfg.out, encoder=cfg.encoder, force=cfg.force, **options)
+    folder = import_metric(
+        cfg.source, cfg.out, encoder=cfg.encoder, force=cfg.force, raw_spans=cfg.raw_spans, **options
+    )
     print(f"imported {cfg.source} -> {folder}")
     print(f"fine-tune it on your ratings with:\n  {fine_tune_command(folder, read_export(folder).meta)}")
     return 0

@@ -22,8 +22,9 @@ target (or, for a source-side error, in the source); a rater who found nothing l
 - ``source_spans``: source-side errors, kept apart (offsets into ``src``).
 
 Rows the format marks as not annotations (``HOTW-test``, the attention checks of side-by-side
-files) give no error and no span, but their rater counts; zero-length spans (an omission marked
-between characters) are skipped: both are counted in :attr:`MqmTable.skipped` and logged. Bad markup
+files) give no error and no span, but their rater counts (counted in :attr:`MqmTable.skipped` and
+logged). A zero-length span (an omission, marked between two characters) is kept as a span with
+``start == end``: it covers no character, and the WMT23 span F1 counts it as one. Bad markup
 is one :class:`InputError` naming the file and the row (1-based, after the header): an unclosed or
 stray ``<v>``, a target whose text differs from the segment's once the tags are removed, an unknown
 severity.
@@ -206,10 +207,7 @@ def _add_annotation(
     entry["weights"][rater] += error_weight(severity, record["category"], weighting)
     if severity == "neutral":
         return
-    for start, end in mt_spans:
-        if end == start:
-            skipped["zero-length spans"] += 1
-            continue
+    for start, end in mt_spans:  # a zero-length span is an omission, marked between two characters
         spans.append({"start": start, "end": end, "severity": severity, "category": record["category"]})
     for start, end in src_spans:
         entry["source_spans"].append({"start": start, "end": end, "severity": severity, "rater": rater})
@@ -233,9 +231,16 @@ def _trimmed(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[i
 
 
 def merge_spans(spans_per_rater: list[list[dict]], length: int) -> list[dict]:
-    """Spans over raters merged: each character at the highest severity any rater gave it (end exclusive)."""
-    level = character_levels([s for spans in spans_per_rater for s in spans], length).tolist()
-    return [{"start": i, "end": j, "severity": SEVERITIES[v - 1]} for i, j, v in runs(level) if v]
+    """Spans over raters merged: each character at the highest severity any rater gave it (end exclusive);
+    then the omissions (zero-length spans), one per position at the highest severity marked there."""
+    every = [s for spans in spans_per_rater for s in spans]
+    level = character_levels(every, length).tolist()
+    merged = [{"start": i, "end": j, "severity": SEVERITIES[v - 1]} for i, j, v in runs(level) if v]
+    omissions: dict[int, int] = {}
+    for s in every:
+        if s["start"] == s["end"]:
+            omissions[s["start"]] = max(omissions.get(s["start"], 0), SEVERITIES.index(s["severity"]))
+    return merged + [{"start": p, "end": p, "severity": SEVERITIES[v]} for p, v in sorted(omissions.items())]
 
 
 def _columns(entries: list[dict], lp: str | None) -> dict[str, list]:

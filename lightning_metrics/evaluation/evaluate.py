@@ -189,16 +189,22 @@ def acc_eq_by_group(scores: dict, human: np.ndarray, groups: list | None, items:
 
 def spans_by_group(found: dict, annotated: list, mt: list[str], groups, bootstrap: int, seed: int) -> dict:
     """Character-level span scores (:mod:`~lightning_metrics.evaluation.spans`) of each metric that found
-    spans and of the baselines (mark nothing, every word minor), per group (``all`` without grouping)."""
-    from lightning_metrics.evaluation.spans import mark_every_word, mark_nothing, span_counts, span_scores
+    spans and of the baselines (mark nothing, every word minor, every character minor), per group (``all``
+    without grouping)."""
+    from lightning_metrics.evaluation import spans as f1
 
-    predicted = {"(mark nothing)": mark_nothing(mt), "(every word minor)": mark_every_word(mt), **found}
+    predicted = {
+        "(mark nothing)": f1.mark_nothing(mt),
+        "(every word minor)": f1.mark_every_word(mt),
+        "(every character minor)": f1.mark_every_character(mt),
+        **found,
+    }
     keys = list(groups) if groups else ["all"] * len(mt)
     out = {}
     for name, spans in predicted.items():
-        counts = span_counts(spans, annotated, mt)
+        counts = f1.span_counts(spans, annotated, mt)
         out[name] = {
-            g: span_scores(counts[[i for i, k in enumerate(keys) if k == g]], max(bootstrap, 1), seed)
+            g: f1.span_scores(counts[[i for i, k in enumerate(keys) if k == g]], max(bootstrap, 1), seed)
             for g in sorted(set(keys))
         }
     return out
@@ -300,8 +306,8 @@ def format_table(ev: Evaluation) -> str:
 
 def span_table(ev: Evaluation) -> str:
     """Error-span detection per metric and group: character-level F1 [95% CI], precision and recall, with
-    severity ignored and with severity matching."""
-    header = ["spans", ev.group_by or "group", "F1", "P", "R", "F1 (severity)", "P", "R"]
+    severity ignored, with severity matching, and as WMT23 scored them (half credit, omissions)."""
+    header = ["spans", ev.group_by or "group", "F1", "P", "R", "F1 (severity)", "P", "R", "F1 (WMT23)", "P", "R"]
     rows = []
     for name, by_group in ev.spans.items():
         for g, scores in by_group.items():

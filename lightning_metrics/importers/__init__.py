@@ -91,10 +91,13 @@ def import_metric(
     out: str | os.PathLike,
     encoder: Optional[str] = None,
     force: bool = False,
+    raw_spans: bool = False,
     **metricx_options,
 ) -> Path:
     """Import the peer's checkpoint at ``path`` as an export folder ``out``; returns the folder.
-    ``metricx_options`` (``tokenizer``, ``version``, ``mode``) go to a MetricX folder's reader."""
+    ``raw_spans``: a unified COMET model reports its token spans as unbabel-comet decodes them, not on
+    word boundaries (for parity). ``metricx_options`` (``tokenizer``, ``version``, ``mode``) go to a
+    MetricX folder's reader."""
     from lightning_metrics.encoders.loading import save_encoder_files
     from lightning_metrics.storage.artifact import write_export
     from lightning_metrics.training.export import metadata, model_card, save_model_files
@@ -107,6 +110,10 @@ def import_metric(
     if encoder is not None:
         encoder = local_or_hub(encoder)[0]
     peer = read_peer(path, encoder, **metricx_options)
+    if raw_spans:
+        if "error_labels" not in peer.hparams:
+            raise InputError(given, f"--raw-spans: a {peer.family} finds no error spans")
+        peer.hparams["span_boundaries"] = "tokens"
     with tempfile.TemporaryDirectory(prefix="lm-import-") as folder:
         (peer.write_encoder or partial(save_encoder_files, peer.encoder))(folder)
         model = build_peer_model(peer, str(path), folder)

@@ -262,6 +262,7 @@ class LearnedMetric(Metric):
                 "views": [to_device(inputs, target) for inputs in padded],
                 "mt_offsets": [views[0].mt_offsets[i] for i in idx],
                 "raw_offsets": [views[0].raw_offsets[i] for i in idx],
+                "mt": [rows["mt"][i] for i in idx],
             }
             values, found = self.model.predict_spans(batch)
             scores[idx] = values.float().cpu().numpy()

@@ -18,6 +18,9 @@ and XCOMET style), a sentence score and the mt's error spans.
   ``decoding_threshold`` t marks a token as an error when its error tags' probabilities sum above t
   (COMET's option; default: the most probable tag); ``comet`` decodes as unbabel-comet does, for
   imported models (:func:`decode_comet`), which also cut long rows as COMET does (``truncation: comet``);
+  ``span_boundaries: words`` (the default) then extends each span to the whole words it touches and joins
+  neighbours of one severity across whitespace (:func:`~lightning_metrics.spans.word_spans`); ``tokens``
+  keeps the token spans as decoded (an import's ``--raw-spans``, for parity with unbabel-comet);
 - ``xcomet_mqm_weight`` w > 0 gives XCOMET's final score: each view's score capped at 1, weighted, plus
   w times ``(25 - min(25, penalty)) / 25`` with the spans' penalty (minor 1, major 5, critical 10), for
   models scored on XCOMET's 0-1 scale.
@@ -33,10 +36,11 @@ from torch import nn
 from lightning_metrics.encoders.inference import attention_kernels
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.models.base import MetricModel
-from lightning_metrics.spans import IGNORED_TOKEN, SEVERITIES, SEVERITY_WEIGHTS, runs
+from lightning_metrics.spans import IGNORED_TOKEN, SEVERITIES, SEVERITY_WEIGHTS, runs, word_spans
 
 SEGMENT_FIELDS = ("src", "ref")
 DECODINGS = ("runs", "comet")
+BOUNDARIES = ("words", "tokens")
 
 
 def check_segments(segments: Sequence[str], name: str = "model.segments") -> tuple[str, ...]:
@@ -70,6 +74,7 @@ class UnifiedMetric(MetricModel):
         decoding_threshold: Optional[float] = None,
         truncation: str = "longest",
         xcomet_mqm_weight: float = 0.0,
+        span_boundaries: str = "words",
         **kwargs,
     ):
         self.inputs = self.train_fields = check_segments(segments)
@@ -89,6 +94,9 @@ class UnifiedMetric(MetricModel):
             )
         if decoding not in DECODINGS:
             raise LightningMetricsError(f"model.decoding must be one of {DECODINGS}, got {decoding!r}")
+        if span_boundaries not in BOUNDARIES:
+            raise LightningMetricsError(f"model.span_boundaries must be one of {BOUNDARIES}, got {span_boundaries!r}")
+        self.span_boundaries = span_boundaries
         super().__init__(**kwargs)
         self.word_layer = self.n_layers if word_layer is None else int(word_layer)
         if self.error_labels and not 0 <= self.word_layer <= self.n_layers:
@@ -171,7 +179,7 @@ class UnifiedMetric(MetricModel):
 
     def predict_spans(self, batch: dict) -> tuple[torch.Tensor, list[list[dict]]]:
         """Scores [B] and each row's error spans (``start``, ``end``, ``severity``, ``confidence``) over the
-        views in ``batch["views"]`` (else ``batch["inputs"]`` alone)."""
+        views in ``batch["views"]`` (else ``batch["inputs"]`` alone); ``batch["mt"]`` holds the texts."""
         score, probs = self._read_views(batch, with_tags=True)
         if probs is None:
             return score, [[] for _ in batch["mt_offsets"]]
@@ -185,6 +193,8 @@ class UnifiedMetric(MetricModel):
         if self.xcomet_mqm_weight > 0:
             penalty = torch.tensor([min(25.0, sum(SEVERITY_WEIGHTS[s["severity"]] for s in row)) for row in spans])
             score = score + self.xcomet_mqm_weight * ((25.0 - penalty) / 25.0).to(score)
+        if self.span_boundaries == "words":  # after XCOMET's penalty, which counts the token spans as COMET does
+            spans = [word_spans(row, text) for row, text in zip(spans, batch["mt"])]
         return score, spans
 
     def _read_views(self, batch: dict, with_tags: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
