@@ -159,7 +159,7 @@ def test_pair(lp: str, rows: dict, models: dict, scorer: BERTScorer, chosen: dic
         metric = load_metric(folder, max_length=args.max_length)
         metric.model.decoding_threshold = threshold
         result = metric.score(**{f: rows[f] for f in metric.inputs}, progress=True)
-        sentence[name], truncated[name] = result.scores, metric.truncated
+        sentence[name], truncated[name] = result.scores, result.truncated
         print(f"{lp} {name}: {len(rows['mt'])} rows in {time.perf_counter() - start:.0f} s")
         if name == "error-spans":
             spans[name] = result.extra["spans"]

@@ -120,7 +120,7 @@ def test_unified_import_scores_and_spans_as_comet(tmp_path, tiny_encoder, case):
     assert metric.inputs == tuple(hp["input_segments"] if case != "xcomet" else ["mt", "src", "ref"])
     rows = ROWS + [LONG, SPLIT]
     result = metric.score(**{k: [r[k] for r in rows] for k in metric.inputs}, batch_size=5)
-    assert metric.truncated == 1  # the long row, cut as COMET cuts it
+    assert result.truncated == 1  # the long row, cut as COMET cuts it
     expected = [comet_unified(tiny_encoder, state, hp, r) for r in rows]
     assert max(abs(a - e[0]) for a, e in zip(result.scores, expected)) <= 1e-5
     ours = [[(s["start"], s["end"], s["severity"]) for s in row] for row in result.extra["spans"]]

@@ -49,12 +49,11 @@ def test_truncated_rows_are_counted(exports, kind, caplog):
     assert 0 < expected < 5
     with caplog.at_level(logging.WARNING):
         result = metric.score(mt=MT, ref=REF, src=SRC)
-    assert metric.truncated == expected and len(result.scores) == 5
+    assert result.truncated == expected and len(result.scores) == 5
     assert f"{expected} of 5 rows are longer than max_length 24 tokens" in caplog.text
     full = load_metric(str(exports[kind]))  # default: 512, capped at the tiny encoder's 128
     assert full.max_length == 128
-    full.score(mt=MT, ref=REF, src=SRC)
-    assert full.truncated == 0
+    assert full.score(mt=MT, ref=REF, src=SRC).truncated == 0
 
 
 def test_max_length_above_the_encoders_limit_is_one_line(exports, tmp_path, capsys):
@@ -168,6 +167,7 @@ def test_an_export_scores_with_the_max_length_it_was_trained_with(tiny_encoder, 
     assert json.loads((folder / "metric.json").read_text())["max_length"] == 24
     metric = load_metric(str(folder))
     assert metric.max_length == 24
-    assert metric.score(mt=MT, ref=REF).scores == load_metric(str(folder), max_length=24).score(mt=MT, ref=REF).scores
-    assert metric.truncated > 0  # the long rows are cut where training cut them
+    result = metric.score(mt=MT, ref=REF)
+    assert result.scores == load_metric(str(folder), max_length=24).score(mt=MT, ref=REF).scores
+    assert result.truncated > 0  # the long rows are cut where training cut them
     assert load_metric(str(folder), max_length=100).max_length == 100  # an explicit value wins

@@ -59,6 +59,19 @@ class ScoreResult:
     system_score: float
     signature: str
     extra: dict = field(default_factory=dict)
+    truncated: int = 0  # rows longer than the metric's max_length, cut to it (learned metrics)
+
+
+@dataclass
+class Segments:
+    """What one scoring found, returned rather than kept on the metric (so one metric object serves
+    several threads): the scores, per-row ``extra`` (``spans``), the rows cut, and the precision the
+    weights ran in (learned metrics; ``None`` where it does not apply)."""
+
+    scores: list[float]
+    extra: dict = field(default_factory=dict)
+    truncated: int = 0
+    precision: str | None = None
 
 
 def reference_count(ref) -> int:
@@ -153,19 +166,26 @@ class Metric(ABC):
                 signature=str(signature.replace(mc_dropout=mc_dropout, seed=seed)),
                 extra={"std": std.tolist()},
             )
-        scores = [float(s) for s in self.segment_scores(columns, options)]
-        signature = self.signature.replace(nrefs=nrefs) if nrefs > 1 else self.signature
+        found = self.segment_result(columns, options)
+        scores = [float(s) for s in found.scores]
+        signature = self.signature_of(found)
+        signature = signature.replace(nrefs=nrefs) if nrefs > 1 else signature
         return ScoreResult(
             scores=scores,
             system_score=self.system_score(scores, columns),
             signature=str(signature),
-            extra=self.segment_extras(),
+            extra=found.extra,
+            truncated=found.truncated,
         )
 
-    def segment_extras(self) -> dict:
-        """What the last :meth:`segment_scores` found beside the scores, per row (a unified model's
-        ``spans``); nothing for most metrics."""
-        return {}
+    def segment_result(self, columns: dict[str, list[str]], options: ScoreOptions) -> Segments:
+        """:meth:`segment_scores` with what else the scoring found (spans, rows cut); most metrics find
+        nothing else."""
+        return Segments(list(self.segment_scores(columns, options)))
+
+    def signature_of(self, found: Segments) -> Signature:
+        """The signature of one scoring (a learned metric's names the precision it ran in)."""
+        return self.signature
 
     def _score_each_reference(
         self, columns: dict, nrefs: int, multi_ref: str, options: ScoreOptions, mc_dropout: int, seed: int
@@ -201,6 +221,7 @@ class Metric(ABC):
             system_score=self.system_score(scores, columns),
             signature=str(signature),
             extra={"std": spread} if std is not None else {},
+            truncated=result.truncated,
         )
 
     def stochastic_scores(

@@ -15,6 +15,7 @@ Scores come back in input order. ``devices > 1`` scores with Lightning's DDP pre
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ from lightning_metrics.encoders.inference import (
     to_device,
 )
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.metrics.base import Metric, Signature
+from lightning_metrics.metrics.base import Metric, Segments, Signature
 from lightning_metrics.storage.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.tables import take_rows
 
@@ -65,9 +66,8 @@ class LearnedMetric(Metric):
             )
         default = int(self.export.meta.get("max_length") or MAX_LENGTH)  # an import records its peer's truncation
         self.max_length = int(max_length) if max_length is not None else min(default, self.length_limit)
-        self.truncated = 0  # rows of the last score() call that were longer than max_length
         self.shared_embeddings: dict | None = None  # sentence -> vector, shared by ensemble members with one encoder
-        self.spans: list | None = None  # a unified model's error spans per row, from the last scoring
+        self._moving = threading.Lock()  # one thread at a time moves the weights between devices and precisions
 
     @property
     def meta(self) -> dict:
@@ -75,21 +75,30 @@ class LearnedMetric(Metric):
 
     @property
     def signature(self) -> Signature:
-        precision = self.precision if self.precision != "auto" else self.runs_in
+        return self._signature(self.precision if self.precision != "auto" else self.runs_in)
+
+    def _signature(self, precision: str) -> Signature:
         return Signature.of(
             self.name, hash=self.export.short_hash, family=self.export.family, system="mean", precision=precision
         )
 
+    def signature_of(self, found: Segments) -> Signature:
+        return self._signature(self.precision if self.precision != "auto" else found.precision or self.runs_in)
+
     def segment_scores(self, columns, options: ScoreOptions) -> list[float]:
+        return self.segment_result(columns, options).scores
+
+    def segment_result(self, columns, options: ScoreOptions) -> Segments:
+        """Scores, a unified model's spans, and the rows cut to ``max_length``: all returned, nothing kept."""
         show = options.progress if options.progress is not None else len(columns["mt"]) >= PROGRESS_FROM
         options = options.replace(progress=show)
-        self.truncated = self.count_truncated(columns)
-        if self.truncated:
+        truncated = self.count_truncated(columns)
+        if truncated:
             log.warning(
                 "%s: %d of %d rows are longer than max_length %d tokens and were truncated (the encoder allows up to "
                 "%d)",
                 self.name,
-                self.truncated,
+                truncated,
                 len(columns["mt"]),
                 self.max_length,
                 self.length_limit,
@@ -100,8 +109,10 @@ class LearnedMetric(Metric):
                 raise LightningMetricsError(f"{self.name}: a unified model scores on one device (--devices 1)")
             from lightning_metrics.metrics.distributed import score_distributed
 
-            return score_distributed(self, columns, options, signals).tolist()
-        return self._score_local(columns, options, signals).tolist()
+            scores = score_distributed(self, columns, options, signals)
+            return Segments(scores.tolist(), truncated=truncated, precision=self.runs_in)
+        scores, spans, precision = self._score_local(columns, options, signals)
+        return Segments(scores.tolist(), {} if spans is None else {"spans": spans}, truncated, precision)
 
     def stochastic_scores(self, columns, passes, seed, options: ScoreOptions) -> np.ndarray:
         """MC dropout: ``passes`` scorings with every dropout of the model on (``torch`` seeded per pass),
@@ -117,7 +128,7 @@ class LearnedMetric(Metric):
             self.model.train()
             for k in range(passes):
                 torch.manual_seed(seed * 1_000_003 + k)
-                out.append(self._score_local(columns, options, signals))
+                out.append(self._score_local(columns, options, signals)[0])
         finally:
             self.model.eval()
             self.shared_embeddings = shared
@@ -163,8 +174,9 @@ class LearnedMetric(Metric):
     def prepare(self, device: str) -> torch.device:
         """The model on ``device`` with its encoder in this metric's precision there."""
         target = torch.device(device)
-        self.set_precision(resolve_precision(self.precision, target))
-        self.model.to(target)
+        with self._moving:
+            self.set_precision(resolve_precision(self.precision, target))
+            self.model.to(target)
         return target
 
     def set_precision(self, precision: str) -> None:
@@ -178,25 +190,27 @@ class LearnedMetric(Metric):
 
     def _score_local(
         self, columns: dict[str, list[str]], options: ScoreOptions, signals: np.ndarray | None
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, list | None, str]:
+        """Scores in input order, a unified model's spans per row (else None), and the precision used."""
         from tqdm.auto import tqdm
 
         target = self.prepare(options.device)
+        precision = self.runs_in
         limits = batch_limits(target, options.batch_size)
         n = len(columns["mt"])
         out = np.zeros(n)
         sentences = self.model.input_format == "sentences"
         order = chunk_order(columns) if sentences else list(range(n))
-        self.spans = [None] * n if self.model.input_format == "segments" else None
+        found = [None] * n if self.model.input_format == "segments" else None
         with torch.inference_mode(), tqdm(total=n, unit="seg", disable=not options.progress, desc="scoring") as bar:
             for start in range(0, n, CHUNK_ROWS):
                 chunk = order[start : start + CHUNK_ROWS]
                 rows = take_rows(columns, chunk)
                 extra = None if signals is None else torch.tensor(signals[chunk], dtype=torch.float32)
-                if self.spans is not None:
+                if found is not None:
                     scores, spans = self._chunk_segments(rows, limits, target, bar)
                     for position, row_spans in zip(chunk, spans):
-                        self.spans[position] = row_spans
+                        found[position] = row_spans
                 elif sentences:
                     scores = self._chunk_sentences(rows, limits, target, bar, extra)
                 elif self.model.input_format == "template":
@@ -204,7 +218,7 @@ class LearnedMetric(Metric):
                 else:
                     scores = self._chunk_cross(rows, limits, target, bar, extra)
                 out[chunk] = scores
-        return out
+        return out, found, precision
 
     def _chunk_cross(
         self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None
@@ -270,10 +284,6 @@ class LearnedMetric(Metric):
                 spans[i] = row_spans
             bar.update(len(idx))
         return scores, spans
-
-    def segment_extras(self) -> dict:
-        """The last scoring's error spans per row (a unified model's), for ``ScoreResult.extra``."""
-        return {"spans": list(self.spans)} if self.spans is not None else {}
 
     def _chunk_sentences(
         self, rows: dict[str, list[str]], limits: tuple, target: torch.device, bar, signals: torch.Tensor | None

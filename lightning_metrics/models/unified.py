@@ -112,14 +112,20 @@ class UnifiedMetric(MetricModel):
         self.init_head()
 
     def forward(self, batch: dict) -> torch.Tensor:
-        """Standardised sentence predictions [B, n_targets] of ``batch["inputs"]``; the token logits
-        [B, T, 1 + labels] are left in ``self.token_logits`` for the loss and the spans."""
+        """Standardised sentence predictions [B, n_targets] of ``batch["inputs"]``; in training and
+        validation the token logits stay in ``self.token_logits`` for the loss (scoring reads them from
+        :meth:`read_sequence`, keeping nothing, so threads can share the model)."""
+        predictions, self.token_logits = self.read_sequence(batch)
+        return predictions
+
+    def read_sequence(self, batch: dict) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Standardised sentence predictions [B, n_targets] and the token logits [B, T, 1 + labels]
+        (None without a token head) of ``batch["inputs"]``."""
         inputs = self._with_token_types(batch["inputs"], batch.get("mt_offsets"))
         with attention_kernels():
             out = self.encoder(**inputs, output_hidden_states=True)
-        if self.token_head is not None:
-            self.token_logits = self.token_head(out.hidden_states[self.word_layer].float())
-        return self.head_output(self.read_out(out, inputs["attention_mask"]), batch)
+        logits = self.token_head(out.hidden_states[self.word_layer].float()) if self.token_head is not None else None
+        return self.head_output(self.read_out(out, inputs["attention_mask"]), batch), logits
 
     def _with_token_types(self, inputs: dict, mt_offsets) -> dict:
         """An encoder with token types (BERT) reads type 0 up to the mt's closing separator and 1 after it
@@ -205,9 +211,10 @@ class UnifiedMetric(MetricModel):
         scores, probs = [], None
         n_mt = max((len(o) for o in batch["mt_offsets"]), default=0) + 2  # the mt and its special tokens
         for inputs, w_score, w_span in zip(views, view_weights, span_weights):
-            scores.append(w_score * self._capped(self.scores_from(self({**batch, "inputs": inputs}))))
-            if with_tags and self.token_head is not None:
-                p = torch.softmax(self.token_logits.float(), dim=-1)[:, :n_mt].cpu() * w_span
+            standardised, logits = self.read_sequence({**batch, "inputs": inputs})
+            scores.append(w_score * self._capped(self.scores_from(standardised)))
+            if with_tags and logits is not None:
+                p = torch.softmax(logits.float(), dim=-1)[:, :n_mt].cpu() * w_span
                 probs = p if probs is None else probs + p
         return torch.stack(scores).sum(dim=0), probs
 
