@@ -35,7 +35,8 @@ def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, cap
         == 0
     )
     table = capsys.readouterr().out
-    assert table.splitlines()[0].split() == ["metric", "lp", "seg_kendall", "seg_pearson", "sys_pearson", "n", "n_sys"]
+    header = ["metric", "lp", "seg_kendall", "seg_pearson", "sys_pearson", "acc_eq", "n", "n_sys"]
+    assert table.splitlines()[0].split() == header
     result = json.loads(out.read_text())["metrics"]
     for lp in sorted({r["lp"] for r in da_rows}):
         rows = [r for r in da_rows if r["lp"] == lp]
@@ -48,7 +49,7 @@ def test_evaluate_chrf_kendall_equals_sacrebleu_and_scipy(tmp_path, da_rows, cap
 
 BAD_INPUTS = [
     ("missing.csv", "lp,ref,score\nde-en,b,1\n", "missing required column 'mt'"),
-    ("empty_mt.csv", "mt,ref,score\nok,b,1\n,b,1\n", "row 2: empty mt text"),
+    ("empty_mt.csv", "mt,ref,score\n,b,1\n ,b,1\n", "every mt text is empty: is the mt column the right one?"),
     ("empty_ref.csv", "mt,ref,score\nok,,1\n", "row 1: empty ref text"),
     ("nan.csv", "mt,ref,score\nok,b,NaN\n", "row 1: score is not a finite number"),
     ("empty.csv", "", "empty file"),
@@ -74,10 +75,10 @@ def test_undecodable_from_the_cli(tmp_path, capsys):
 
 def test_skip_from_the_cli(tmp_path, capsys):
     path = tmp_path / "r.csv"
-    path.write_text("mt,ref,score\na b,a b,1\nc d,c e,0.5\n,x,1\nd e,d f,0.1\n", encoding="utf-8")
+    path.write_text("mt,ref,score\na b,a b,1\nc d,c e,0.5\nx,,1\nd e,d f,0.1\n", encoding="utf-8")
     assert main(["evaluate", "--data", str(path), "--on-invalid", "skip", "--bootstrap", "0"]) == 0
     captured = capsys.readouterr()
-    assert "skipped 1 of 4 rows (1 empty mt text)" in captured.err
+    assert "skipped 1 of 4 rows (1 empty ref text)" in captured.err
     assert "chrf    all" in captured.out
 
 

@@ -105,7 +105,7 @@ def test_score_with_a_mapped_column_that_is_absent_exits_with_one_line(tmp_path)
     "body, row, problem",
     [
         ("lp,src,ref,score\nde-en,a,b,1\n", None, "missing required column 'mt'"),
-        (HEADER + GOOD[0] + "de-en,x,,y,1,a,d\n", 2, "empty mt text"),
+        (HEADER + "de-en,x,,y,1,a,d\n", None, "every mt text is empty: is the mt column the right one?"),
         (HEADER + GOOD[0] + GOOD[1] + "de-en,x,y,  ,1,a,d\n", 3, "empty ref text"),
         (HEADER + "de-en,x,y,z,nan,a,d\n", 1, "score is not a finite number: nan"),
         (HEADER + GOOD[0] + "de-en,x,y,z,,a,d\n", 2, "score is not a number: None"),
@@ -151,11 +151,19 @@ def test_jsonl_errors_name_the_line(tmp_path):
 
 
 def test_skip_reports_count_and_reason(tmp_path, caplog):
-    path = write(tmp_path / "r.csv", HEADER + GOOD[0] + "de-en,x,,y,1,a,d\n" + "de-en,x,y,z,nan,a,d\n" + GOOD[2])
+    path = write(tmp_path / "r.csv", HEADER + GOOD[0] + "de-en,x,y,,1,a,d\n" + "de-en,x,y,z,nan,a,d\n" + GOOD[2])
     with caplog.at_level("WARNING"):
         ds = read_ratings(path, on_invalid="skip")
     assert ds["mt"] == ["Hello world", "Good morning"]
-    assert "skipped 2 of 4 rows (1 empty mt text; 1 score is not a finite number)" in caplog.text
+    assert "skipped 2 of 4 rows (1 empty ref text; 1 score is not a finite number)" in caplog.text
+
+
+def test_an_empty_mt_is_a_rated_empty_translation(tmp_path, caplog):
+    path = write(tmp_path / "r.csv", HEADER + GOOD[0] + "de-en,x,,y,-25,a,d\n" + GOOD[2])
+    with caplog.at_level("WARNING"):
+        ds = read_ratings(path)
+    assert ds["mt"] == ["Hello world", "", "Good morning"] and ds["score"][1] == -25
+    assert "1 row(s) have an empty mt, kept as empty translations" in caplog.text
 
 
 def test_missing_file_and_unreachable_hub_name(tmp_path):

@@ -277,17 +277,24 @@ def rename_columns(name: str, table: dict[str, list], renames: dict[str, str]) -
 def _validate_rows(
     name: str, table: dict[str, list], n_rows: int, required: Iterable[str], on_invalid: str
 ) -> tuple[list[int], Counter]:
-    # required text columns must be non-empty; any other required column is a number (score, raw, targets)
+    # required text columns must be non-empty; any other required column is a number (score, raw, targets).
+    # An empty mt is a system's empty output that a person rated (WMT21's MQM has two): kept, and counted.
     checks = [(c, _text_problem if c in TEXT_COLUMNS else _score_problem) for c in required]
-    keep, reasons = [], Counter()
+    keep, reasons, empty_mt = [], Counter(), 0
     for i in range(n_rows):
         problem = next((p for col, check in checks if (p := check(col, table[col][i]))), None)
+        if problem == "empty mt text" and isinstance(table["mt"][i], str):
+            problem, empty_mt = None, empty_mt + 1
         if problem is None:
             keep.append(i)
         elif on_invalid == "error":
             raise InputError(name, problem, row=i + 1)
         else:
             reasons[problem.split(":")[0]] += 1
+    if empty_mt and empty_mt == len(keep):
+        raise InputError(name, "every mt text is empty: is the mt column the right one?")
+    if empty_mt:
+        log.warning("%s: %d row(s) have an empty mt, kept as empty translations (rated by a person)", name, empty_mt)
     return keep, reasons
 
 
