@@ -213,3 +213,14 @@ def test_version_1_folders_load_with_a_warning(export, tmp_path, caplog):
     assert f"{folder}: format version 1 has no manifest; its files cannot be verified" in caplog.text
     assert old == load_metric(str(export)).score(mt=MT, ref=REF, src=SRC).scores
     assert not read_export(folder).verified
+
+
+def test_evaluate_hashes_each_export_file_once(export, tmp_path, da_rows, write_csv, monkeypatch, capsys):
+    from lightning_metrics.storage import artifact
+
+    hashed, real = [], artifact.sha256_of
+    monkeypatch.setattr(artifact, "sha256_of", lambda path: hashed.append(path.name) or real(path))
+    data = write_csv(tmp_path / "r.csv", da_rows[:8])
+    assert main(["evaluate", "--data", str(data), "--metrics", str(export), "--bootstrap", "0", "--quiet", "true"]) == 0
+    listed = json.loads((export / MANIFEST).read_text())["files"]
+    assert sorted(hashed) == sorted(listed)  # the load's one check, nothing hashed to learn what it reads

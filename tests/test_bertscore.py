@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_metrics.baselines.bertscore import BERTScorer, compute_baseline, default_layer, greedy_match, idf_weights
+from lightning_metrics.baselines.bertscore import BERTScorer, default_layer, greedy_match, idf_weights
+from lightning_metrics.baselines.rescaling import compute_baseline
 from lightning_metrics.cli.main import main
 from lightning_metrics.encoders.loading import resolve_encoder
 

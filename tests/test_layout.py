@@ -29,6 +29,7 @@ LAYERS = (
         "lightning_metrics.tables",
         "lightning_metrics.parallel",
         "lightning_metrics.spans",
+        "lightning_metrics.signature",
     ),
     ("lightning_metrics.correlation",),  # correlations, bootstrap intervals
     ("lightning_metrics.storage",),  # the export folder and Lightning checkpoints

@@ -18,17 +18,16 @@ processed in chunks so memory stays bounded.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
 
+from lightning_metrics.baselines.rescaling import load_baseline
 from lightning_metrics.encoders.inference import (
     attention_kernels,
     batch_limits,
@@ -40,7 +39,8 @@ from lightning_metrics.encoders.inference import (
 )
 from lightning_metrics.encoders.loading import DEFAULT_ENCODER, load_encoder
 from lightning_metrics.encoders.sequences import pad_sequences
-from lightning_metrics.errors import InputError, LightningMetricsError
+from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.signature import Signature
 
 # Default layer per encoder (index into hidden states: 0 = embeddings, N = last layer).
 # From the bert-score package's tuned table for the models it knows; all-MiniLM-L6-v2 from a
@@ -127,21 +127,6 @@ class BERTScoreResult:
         }
 
 
-def load_baseline(baseline: str | os.PathLike | dict) -> dict[str, float]:
-    """A baseline as ``{"P": b, "R": b, "F": b}``, from a dict or a ``bertscore-baseline`` JSON file."""
-    if isinstance(baseline, dict):
-        values = baseline
-    else:
-        try:
-            values = json.loads(Path(baseline).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise InputError(str(baseline), f"not a readable baseline JSON file ({e})") from None
-    missing = [k for k in ("P", "R", "F") if not isinstance(values.get(k), (int, float))]
-    if missing:
-        raise InputError(str(baseline), f"baseline lacks numeric {missing}")
-    return {k: float(values[k]) for k in ("P", "R", "F")}
-
-
 class BERTScorer:
     """Scores candidate/reference pairs with one encoder, kept in memory between calls.
 
@@ -207,8 +192,8 @@ class BERTScorer:
 
     @property
     def signature(self) -> str:
-        """How the numbers were made, sacrebleu-style."""
-        return "|".join(["bertscore", *(f"{k}:{v}" for k, v in self.settings.items())])
+        """How the numbers were made, sacrebleu-style (the package's version is not part of it)."""
+        return str(Signature("bertscore", tuple(self.settings.items())))
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         """Token ids with special tokens, stripped and truncated as the bert-score package does."""
@@ -330,33 +315,6 @@ def bertscore(
         model, layer=layer, idf=idf, baseline=baseline, batch_size=batch_size, device=device, precision=precision
     )
     return scorer.score(cands, refs)
-
-
-def compute_baseline(scorer: BERTScorer, corpus: Sequence[str], n_pairs: int = 5000, seed: int = 0) -> dict:
-    """The rescaling baseline: mean P, R and F of ``n_pairs`` seeded random pairs of different sentences."""
-    sentences = list(dict.fromkeys(s for s in corpus if s.strip()))
-    if len(sentences) < 2:
-        raise LightningMetricsError(f"a baseline needs at least 2 different sentences; the corpus has {len(sentences)}")
-    rng = np.random.default_rng(seed)
-    first = rng.integers(0, len(sentences), size=n_pairs)
-    offset = rng.integers(1, len(sentences), size=n_pairs)  # never pairs a sentence with itself
-    second = (first + offset) % len(sentences)
-    saved, scorer.baseline = scorer.baseline, None
-    try:
-        result = scorer.score([sentences[i] for i in first], [sentences[j] for j in second])
-    finally:
-        scorer.baseline = saved
-    return {
-        "P": float(result.precision.mean()),
-        "R": float(result.recall.mean()),
-        "F": float(result.f1.mean()),
-        "model": scorer.model_name,
-        "layer": scorer.layer,
-        "idf": scorer.idf,
-        "n_pairs": int(n_pairs),
-        "seed": int(seed),
-        "n_sentences": len(sentences),
-    }
 
 
 def _truncate(model, layer: int):

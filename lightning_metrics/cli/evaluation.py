@@ -134,7 +134,8 @@ def _baseline_parser() -> ArgumentParser:
 
 
 def run_baseline(cfg) -> int:
-    from lightning_metrics.baselines.bertscore import BERTScorer, compute_baseline
+    from lightning_metrics.baselines.bertscore import BERTScorer
+    from lightning_metrics.baselines.rescaling import compute_baseline
     from lightning_metrics.data.readers import read_corpus
 
     corpus = read_corpus(cfg.corpus, column=cfg.column)

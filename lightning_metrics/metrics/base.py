@@ -1,4 +1,5 @@
-"""What a metric is: :class:`Metric`, its :class:`ScoreResult` and its :class:`Signature`."""
+"""What a metric is: :class:`Metric` and its :class:`ScoreResult` (with a
+:class:`~lightning_metrics.signature.Signature`)."""
 
 from __future__ import annotations
 
@@ -10,43 +11,10 @@ import numpy as np
 
 from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
+from lightning_metrics.signature import Signature
 from lightning_metrics.tables import take_rows
-from lightning_metrics.version import __version__
 
-
-@dataclass(frozen=True)
-class Signature:
-    """How a number was made, sacrebleu-style: ``name|key:value|...|lightning-metrics:X``.
-
-    Built from a metric instance's own settings, so it changes when they do.
-    """
-
-    name: str
-    settings: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def of(cls, name: str, **settings) -> "Signature":
-        shown = {k: ("yes" if v is True else "no" if v is False else str(v)) for k, v in settings.items()}
-        return cls(name, (*shown.items(), ("lightning-metrics", __version__)))
-
-    def __str__(self) -> str:
-        return "|".join([self.name, *(f"{k}:{v}" for k, v in self.settings)])
-
-    def get(self, key: str) -> str | None:
-        return dict(self.settings).get(key)
-
-    @classmethod
-    def parse(cls, text: str) -> "Signature":
-        """The signature a ``str(signature)`` came from."""
-        name, *parts = text.split("|")
-        return cls(name, tuple(tuple(p.split(":", 1)) for p in parts))
-
-    def replace(self, **settings) -> "Signature":
-        """This signature with ``settings`` set: existing keys keep their place, new ones go before the version."""
-        shown = {k: str(v) for k, v in settings.items()}
-        kept = [(k, shown.pop(k, v)) for k, v in self.settings if k != "lightning-metrics"]
-        version = [(k, v) for k, v in self.settings if k == "lightning-metrics"]
-        return Signature(self.name, (*kept, *shown.items(), *version))
+__all__ = ["Metric", "ScoreResult", "Segments", "Signature"]
 
 
 @dataclass

@@ -22,7 +22,8 @@ from lightning_metrics.baselines import lexical
 from lightning_metrics.baselines.scores import bertscore_with_references, family_scores
 from lightning_metrics.encoders.inference import PRECISIONS, ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.metrics.base import Metric, Signature
+from lightning_metrics.metrics.base import Metric
+from lightning_metrics.signature import Signature
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ import numpy as np
 
 from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.metrics.base import Metric, Signature
+from lightning_metrics.metrics.base import Metric
 from lightning_metrics.metrics.builtin import BuiltinMetric, builtin, builtin_family_scores
+from lightning_metrics.signature import Signature
 from lightning_metrics.storage.artifact import Export
 
 FAMILY = "Ensemble"

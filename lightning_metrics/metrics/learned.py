@@ -31,7 +31,8 @@ from lightning_metrics.encoders.inference import (
     to_device,
 )
 from lightning_metrics.errors import InputError, LightningMetricsError
-from lightning_metrics.metrics.base import Metric, Segments, Signature
+from lightning_metrics.metrics.base import Metric, Segments
+from lightning_metrics.signature import Signature
 from lightning_metrics.storage.artifact import METADATA, SIGNAL_ENCODER, WEIGHTS, read_export
 from lightning_metrics.tables import take_rows
 

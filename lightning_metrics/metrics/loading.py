@@ -10,7 +10,7 @@ from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric
 from lightning_metrics.metrics.builtin import OPTIONS, BuiltinMetric, builtin, builtin_family_scores
 from lightning_metrics.metrics.spec import MetricSpec, parse_spec, parse_specs
-from lightning_metrics.storage.artifact import read_export
+from lightning_metrics.storage.artifact import read_export, read_export_meta
 
 EXPORT_OPTIONS = ("max_length", "precision")
 
@@ -68,7 +68,7 @@ def metric_inputs(spec: str | MetricSpec) -> tuple[str, ...]:
     spec = parse_spec(spec)
     if spec.is_builtin:
         return ("mt", "ref")
-    return tuple(read_export(spec.folder).meta.get("inputs", ("mt", "ref")))
+    return tuple(read_export_meta(spec.folder).get("inputs", ("mt", "ref")))
 
 
 def score_many(

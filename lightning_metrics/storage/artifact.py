@@ -153,6 +153,17 @@ def read_export(path: str | os.PathLike) -> Export:
     return Export(folder, meta, False, sha256_of(folder / WEIGHTS))
 
 
+def read_export_meta(path: str | os.PathLike) -> dict:
+    """An export folder's ``metric.json`` alone, its files not hashed: what a metric reads, learnt before
+    loading it (:func:`read_export`, which verifies every file, is the one hash check of a load)."""
+    folder = Path(str(path))
+    if not folder.is_dir():
+        raise InputError(str(folder), "no such exported metric folder")
+    if not (folder / METADATA).is_file():
+        raise InputError(str(folder), f"not an exported metric folder (no {METADATA})")
+    return _read_meta(folder)
+
+
 def _read_meta(folder: Path) -> dict:
     meta = _read_json(folder, METADATA)
     version = meta.get("format_version")
