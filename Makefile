@@ -57,6 +57,10 @@ peer-venv:
 	.venv-comet/bin/python -m pip install --quiet torch==2.13.0
 	.venv-comet/bin/python -m pip install --quiet unbabel-comet
 	.venv-comet/bin/python -m pip install --quiet 'setuptools<81' bleurt-pytorch
+	# google-research/metricx's own code pins transformers 4.30.2 (its models.py does not run on later 4.x)
+	test -x .venv-metricx/bin/python || $(PYTHON) -m venv .venv-metricx
+	.venv-metricx/bin/python -m pip install --quiet torch==2.13.0
+	.venv-metricx/bin/python -m pip install --quiet 'transformers[torch]==4.30.2' sentencepiece 'protobuf<3.21' 'datasets>=2.13,<3' 'pyarrow<17' 'numpy<2'
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -60,7 +60,8 @@ def build_metricx(folder: Path, tokenizer: Path, tied: bool = False, dtype=torch
         if not tied:
             state["lm_head.weight"] = head
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.to(dtype).contiguous() for k, v in state.items()}, str(folder / "model.safetensors"))
+    weights = {k: v.to(dtype).contiguous() for k, v in state.items()}
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})  # as transformers saves it
     saved = {**config.to_dict(), "architectures": ["MT5ForRegression"], "tie_word_embeddings": tied}
     (folder / "config.json").write_text(json.dumps(saved, indent=2, default=str))
     return folder

@@ -85,7 +85,7 @@ class MetricXRegressor(MetricModel):
         ids = inputs["input_ids"]
         start = torch.zeros((ids.shape[0], 1), dtype=torch.long, device=ids.device)  # one decoder step from token 0
         out = self.encoder(input_ids=ids, attention_mask=inputs["attention_mask"], decoder_input_ids=start)
-        hidden = out.last_hidden_state[:, 0].float()
+        hidden = out.last_hidden_state[:, 0].to(self.score_head.weight.dtype)  # fp32 (float64 in parity checks)
         if self.tied_embeddings:
             hidden = hidden * self.encoder.config.d_model**-0.5
         return torch.clamp(self.score_head(hidden)[:, 0], *SCORE_RANGE)
