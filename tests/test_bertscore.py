@@ -196,3 +196,19 @@ def test_bad_layer_and_unknown_model(tiny_encoder, tmp_path, capsys):
         == 2
     )
     assert "not found; tried: local folder" in capsys.readouterr().err
+
+
+def test_the_signature_needs_no_encoder_and_a_call_keeps_nothing(tiny_encoder, monkeypatch):
+    from lightning_metrics.baselines import bertscore as module
+    from lightning_metrics.encoders.inference import ScoreOptions
+    from lightning_metrics.metrics import load_metric
+
+    metric = load_metric(f"bertscore:model={tiny_encoder},layer=1")
+    real = module.BERTScorer
+    monkeypatch.setattr(module, "BERTScorer", lambda *a, **k: pytest.fail("the signature loaded an encoder"))
+    before = metric.signature
+    monkeypatch.setattr(module, "BERTScorer", real)
+    result = metric.score(mt=["The cat sat."], ref=["The cat is on the mat."], batch_size=1, progress=False)
+    assert str(before) == result.signature  # the same settings, read from the config alone
+    scorer = metric.scorer(ScoreOptions(device="cpu"))
+    assert (scorer.batch_size, scorer.progress) == (None, None)  # the call's batch size and progress stayed with it

@@ -98,7 +98,9 @@ def test_one_family_with_equal_settings_is_computed_once(tiny_encoder, monkeypat
     from lightning_metrics.metrics import builtin
 
     calls, real = [], builtin.bertscore_with_references  # where the BERTScore family is computed
-    monkeypatch.setattr(builtin, "bertscore_with_references", lambda *a: calls.append("bertscore") or real(*a))
+    monkeypatch.setattr(
+        builtin, "bertscore_with_references", lambda *a, **k: calls.append("bertscore") or real(*a, **k)
+    )
     specs = [f"bertscore_p:model={tiny_encoder},layer=1", f"p2=bertscore_p:layer=1,model={tiny_encoder}"]
     values = score_many(specs, MT, REF)
     assert list(values) == [specs[0], "p2"] and values[specs[0]] == values["p2"]

@@ -106,7 +106,7 @@ def test_one_registry_for_cli_and_load_metric(tiny_encoder, command, capsys):
     from lightning_metrics.metrics import builtin
 
     calls, real = [], builtin.bertscore_with_references  # where the BERTScore family is computed
-    counting = lambda *a: calls.append("bertscore") or real(*a)  # noqa: E731
+    counting = lambda *a, **k: calls.append("bertscore") or real(*a, **k)  # noqa: E731
     specs = [f"bertscore:model={tiny_encoder}", f"bertscore_f:model={tiny_encoder}"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(builtin, "bertscore_with_references", counting)

@@ -111,6 +111,30 @@ def idf_weights(token_ids: Sequence[Sequence[int]]) -> tuple[dict[int, float], f
     return {t: math.log((m + 1) / (c + 1)) for t, c in df.items()}, math.log(m + 1)
 
 
+def shown_settings(model_name: str, layer: int, idf: bool, rescaled: bool, precision: str) -> dict:
+    """The settings a signature shows: model, layer, IDF, rescaling, precision."""
+    model = "all-MiniLM-L6-v2" if model_name == DEFAULT_ENCODER else model_name
+    yes = lambda flag: "yes" if flag else "no"  # noqa: E731
+    return {"model": model, "layer": layer, "idf": yes(idf), "rescaled": yes(rescaled), "precision": precision}
+
+
+def settings_of(
+    model: str | os.PathLike = DEFAULT_ENCODER, layer: int | None = None, idf: bool = False, baseline=None,
+    precision: str | None = None, device: str = "cpu",
+) -> dict:  # fmt: skip
+    """The settings a :class:`BERTScorer` of these arguments shows, read from the encoder's config alone
+    (nothing is loaded): what a signature needs before anything is scored."""
+    from transformers import AutoConfig
+
+    from lightning_metrics.encoders.loading import resolve_encoder
+
+    if layer is None:
+        config = AutoConfig.from_pretrained(resolve_encoder(model))
+        layer = default_layer(str(model), int(config.num_hidden_layers))
+    chosen = resolve_precision(precision, torch.device(resolve_device(device)))
+    return shown_settings(str(model), int(layer), idf, baseline is not None, chosen)
+
+
 @dataclass
 class BERTScoreResult:
     """Per-pair precision, recall and F1 (numpy arrays, input order)."""
@@ -180,15 +204,7 @@ class BERTScorer:
     @property
     def settings(self) -> dict:
         """What decides the numbers: model, layer, IDF, rescaling, precision."""
-        model = "all-MiniLM-L6-v2" if self.model_name == DEFAULT_ENCODER else self.model_name
-        yes = lambda flag: "yes" if flag else "no"  # noqa: E731
-        return {
-            "model": model,
-            "layer": self.layer,
-            "idf": yes(self.idf),
-            "rescaled": yes(self.baseline),
-            "precision": self.precision,
-        }
+        return shown_settings(self.model_name, self.layer, self.idf, self.baseline is not None, self.precision)
 
     @property
     def signature(self) -> str:
@@ -211,14 +227,19 @@ class BERTScorer:
         table, unseen = idf
         return [0.0 if t in self.special_ids else table.get(t, unseen) for t in ids]
 
-    def score(self, cands: Sequence[str], refs: Sequence[str]) -> BERTScoreResult:
-        """P, R and F1 for each (candidate, reference) pair; rescaled when a baseline is set."""
+    def score(
+        self, cands: Sequence[str], refs: Sequence[str], batch_size: int | None = None, progress: bool | None = None
+    ) -> BERTScoreResult:
+        """P, R and F1 for each (candidate, reference) pair; rescaled when a baseline is set. ``batch_size``
+        and ``progress`` apply to this call (default: the scorer's own); nothing of a call is kept."""
+        batch_size = self.batch_size if batch_size is None else batch_size
+        progress = self.progress if progress is None else progress
         cands, refs = list(cands), list(refs)
         if len(cands) != len(refs):
             raise ValueError(f"{len(cands)} candidates but {len(refs)} references")
         idf = (self._idf or self._idf_from(refs)) if self.idf else None
         p, r, f = (np.zeros(len(cands), dtype=np.float64) for _ in range(3))
-        bar = _progress_bar(len(cands), self.progress)
+        bar = _progress_bar(len(cands), progress)
         for start in range(0, len(cands), self.chunk_pairs):
             stop = min(start + self.chunk_pairs, len(cands))
             tick = (
@@ -226,7 +247,7 @@ class BERTScorer:
                 if bar is None
                 else (lambda done, start=start, stop=stop: _advance(bar, start + round((stop - start) * done)))
             )
-            cp, cr, cf = self._score_chunk(cands[start:stop], refs[start:stop], idf, tick)
+            cp, cr, cf = self._score_chunk(cands[start:stop], refs[start:stop], idf, batch_size, tick)
             p[start:stop], r[start:stop], f[start:stop] = cp, cr, cf
         if bar is not None:
             bar.close()
@@ -239,15 +260,15 @@ class BERTScorer:
         """Each sentence's token ids (as :meth:`tokenize` makes them) and unit-normalised layer-L vectors
         ``[tokens, H]`` (special tokens included), on the CPU."""
         ids = self.tokenize(list(sentences))
-        tokens, offsets = self._embed(ids)
+        tokens, offsets = self._embed(ids, self.batch_size)
         tokens = tokens.cpu()
         return ids, [tokens[o : o + len(x)] for o, x in zip(offsets.tolist(), ids)]
 
-    def _score_chunk(self, cands: list[str], refs: list[str], idf, tick=None) -> tuple[np.ndarray, ...]:
+    def _score_chunk(self, cands: list[str], refs: list[str], idf, batch_size, tick=None) -> tuple[np.ndarray, ...]:
         unique = list(dict.fromkeys(cands + refs))
         index = {s: i for i, s in enumerate(unique)}
         ids = self.tokenize(unique)
-        tokens, offsets = self._embed(ids, tick)
+        tokens, offsets = self._embed(ids, batch_size, tick)
         lengths = np.asarray([len(x) for x in ids], dtype=np.int64)
         weights = torch.tensor(np.concatenate([self._weights(x, idf) for x in ids] + [[0.0]]), dtype=torch.float32)
         weights = weights.to(self.device)
@@ -256,7 +277,7 @@ class BERTScorer:
         # match in batches of pairs with similar lengths, so padding stays small
         order = np.lexsort((lengths[ref], lengths[hyp]))
         prf = torch.zeros(3, len(cands), device=self.device)
-        match_batch = MATCH_PAIRS_GPU if self.device.type == "cuda" else max(self.batch_size or 0, 256)
+        match_batch = MATCH_PAIRS_GPU if self.device.type == "cuda" else max(batch_size or 0, 256)
         for start in range(0, len(order), match_batch):
             batch = order[start : start + match_batch]
             hyp_at, hyp_mask = _token_index(offsets, lengths, hyp[batch], len(tokens) - 1, self.device)
@@ -268,7 +289,7 @@ class BERTScorer:
         p, r, f = prf.cpu().double().numpy()
         return p, r, f
 
-    def _embed(self, ids: list[list[int]], tick=None) -> tuple[torch.Tensor, np.ndarray]:
+    def _embed(self, ids: list[list[int]], batch_size: int | None, tick=None) -> tuple[torch.Tensor, np.ndarray]:
         """Unit-normalised layer-L token embeddings of every sentence, float32 on the scorer's device:
         ``[total tokens + 1, H]`` (the last row is zeros, for padding) and each sentence's first row.
 
@@ -276,7 +297,7 @@ class BERTScorer:
         lengths = np.asarray([len(x) for x in ids], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         out = torch.zeros(int(lengths.sum()) + 1, int(self.encoder.config.hidden_size), device=self.device)
-        batches = length_batches(lengths, *batch_limits(self.device, self.batch_size), longest_first=True)
+        batches = length_batches(lengths, *batch_limits(self.device, batch_size), longest_first=True)
         done = 0
         with torch.inference_mode(), attention_kernels():
             for batch in batches:

@@ -65,16 +65,17 @@ def family_scores(
 
             device = options.on_device().device
             scorer = BERTScorer(**settings, device=device, batch_size=options.batch_size, progress=options.progress)
-        return bertscore_with_references(scorer, mt, ref)
+        return bertscore_with_references(scorer, mt, ref, batch_size=options.batch_size, progress=options.progress)
     raise LightningMetricsError(f"unknown baseline family {family!r}; choose from {list(FAMILIES)}")
 
 
-def bertscore_with_references(scorer, mt: list[str], ref: list) -> dict[str, list[float]]:
-    """BERTScore P, R and F per row; with several references per row each takes the best, as bert-score does."""
+def bertscore_with_references(scorer, mt: list[str], ref: list, **run) -> dict[str, list[float]]:
+    """BERTScore P, R and F per row; with several references per row each takes the best, as bert-score does.
+    ``run`` (``batch_size``, ``progress``) goes to this call of the scorer."""
     if all(isinstance(r, str) for r in ref):
-        return scorer.score(mt, ref).as_dict()
+        return scorer.score(mt, ref, **run).as_dict()
     refs = [[r] if isinstance(r, str) else list(r) for r in ref]
-    flat = scorer.score([m for m, rs in zip(mt, refs) for _ in rs], [r for rs in refs for r in rs]).as_dict()
+    flat = scorer.score([m for m, rs in zip(mt, refs) for _ in rs], [r for rs in refs for r in rs], **run).as_dict()
     bounds = np.cumsum([0, *map(len, refs)])
     return {k: [float(np.max(v[a:b])) for a, b in zip(bounds[:-1], bounds[1:])] for k, v in flat.items()}
 

@@ -79,6 +79,16 @@ OPTIONS: dict[str, dict[str, Option]] = {
 }
 
 
+def checked_options(family: str, name: str, options: dict) -> dict:
+    """``options`` of the built-in ``name`` (of ``family``), each as its :data:`OPTIONS` type; an unknown key
+    or a bad value is one line naming the metric and the key. The metric spec checks them here once."""
+    table = OPTIONS[family]
+    unknown = sorted(set(options) - set(table))
+    if unknown:
+        raise LightningMetricsError(f"{name} has no option {unknown[0]!r}; its options are {', '.join(table)}")
+    return {k: table[k].check(name, k, v) for k, v in options.items()}
+
+
 class BuiltinMetric(Metric):
     """A built-in metric of one family; :meth:`compute_family` gives every member of the family at once."""
 
@@ -87,12 +97,8 @@ class BuiltinMetric(Metric):
 
     def __init__(self, name: str, num_proc: int = 1, **options):
         self.name, self.num_proc = name, num_proc
-        table = OPTIONS[self.family]
-        unknown = sorted(set(options) - set(table))
-        if unknown:
-            raise LightningMetricsError(f"{name} has no option {unknown[0]!r}; its options are {', '.join(table)}")
-        self.given = {k: table[k].check(name, k, v) for k, v in options.items()}
-        self.settings = {k: self.given.get(k, option.default) for k, option in table.items()}
+        self.given = checked_options(self.family, name, options)
+        self.settings = {k: self.given.get(k, option.default) for k, option in OPTIONS[self.family].items()}
 
     @property
     def spec(self) -> str:
@@ -116,65 +122,51 @@ class BuiltinMetric(Metric):
         return Signature.of(self.name, spec=self.spec, **settings)
 
 
-class BLEU(BuiltinMetric):
+class CorpusLexical(BuiltinMetric):
+    """BLEU and chrF: a sentence score per segment, and per system sacrebleu's corpus score (statistics
+    summed over the segments), resampled from per-segment statistics for bootstrap intervals."""
+
+    def shown_settings(self) -> dict:
+        """The family's own signature settings (tokenizer and smoothing; character and word orders)."""
+        raise NotImplementedError
+
+    @property
+    def signature(self) -> Signature:
+        import sacrebleu
+
+        case = "lc" if self.settings["lowercase"] else "mixed"
+        return self.signed(
+            nrefs=1, case=case, **self.shown_settings(), segments=f"sentence_{self.family}",
+            system=f"corpus_{self.family}", sacrebleu=sacrebleu.__version__,
+        )  # fmt: skip
+
+    def system_score(self, scores, columns) -> float:
+        corpus = getattr(lexical, f"corpus_{self.family}")
+        return corpus(columns["mt"], columns["ref"], **self.settings) if scores else float("nan")
+
+    def resampled_system_scores(self, scores, columns, resamples) -> np.ndarray:
+        stats = lexical.corpus_statistics(self.family, columns["mt"], columns["ref"], **self.settings)
+        return np.array(
+            [lexical.score_from_statistics(self.family, stats[rows].sum(0), **self.settings) for rows in resamples]
+        )
+
+
+class BLEU(CorpusLexical):
     """Sentence BLEU with effective order per segment; corpus BLEU per system (sacrebleu)."""
 
     family = "bleu"
 
-    @property
-    def signature(self) -> Signature:
-        import sacrebleu
-
-        s = self.settings
-        return self.signed(
-            nrefs=1,
-            case="lc" if s["lowercase"] else "mixed",
-            tok=s["tokenize"],
-            smooth=s["smooth_method"],
-            segments="sentence_bleu",
-            system="corpus_bleu",
-            sacrebleu=sacrebleu.__version__,
-        )
-
-    def system_score(self, scores, columns) -> float:
-        return lexical.corpus_bleu(columns["mt"], columns["ref"], **self.settings) if scores else float("nan")
-
-    def resampled_system_scores(self, scores, columns, resamples) -> np.ndarray:
-        return _resampled_corpus("bleu", columns, resamples, self.settings)
+    def shown_settings(self) -> dict:
+        return {"tok": self.settings["tokenize"], "smooth": self.settings["smooth_method"]}
 
 
-class CHRF(BuiltinMetric):
+class CHRF(CorpusLexical):
     """Sentence chrF per segment; corpus chrF per system (sacrebleu). ``word_order=2`` is chrF++."""
 
     family = "chrf"
 
-    @property
-    def signature(self) -> Signature:
-        import sacrebleu
-
-        s = self.settings
-        return self.signed(
-            nrefs=1,
-            case="lc" if s["lowercase"] else "mixed",
-            nc=s["char_order"],
-            nw=s["word_order"],
-            space="no",
-            segments="sentence_chrf",
-            system="corpus_chrf",
-            sacrebleu=sacrebleu.__version__,
-        )
-
-    def system_score(self, scores, columns) -> float:
-        return lexical.corpus_chrf(columns["mt"], columns["ref"], **self.settings) if scores else float("nan")
-
-    def resampled_system_scores(self, scores, columns, resamples) -> np.ndarray:
-        return _resampled_corpus("chrf", columns, resamples, self.settings)
-
-
-def _resampled_corpus(kind: str, columns: dict, resamples: np.ndarray, settings: dict) -> np.ndarray:
-    """Corpus BLEU/chrF of each resample, from per-segment statistics (sacrebleu's ``--paired-bs`` way)."""
-    stats = lexical.corpus_statistics(kind, columns["mt"], columns["ref"], **settings)
-    return np.array([lexical.score_from_statistics(kind, stats[rows].sum(0), **settings) for rows in resamples])
+    def shown_settings(self) -> dict:
+        return {"nc": self.settings["char_order"], "nw": self.settings["word_order"], "space": "no"}
 
 
 class ROUGE(BuiltinMetric):
@@ -198,7 +190,8 @@ class BERTScore(BuiltinMetric):
         self._scorer = None
 
     def scorer(self, options: ScoreOptions):
-        """The BERTScorer for ``options.device``, built once and kept."""
+        """The BERTScorer for ``options.device``, built once and kept (a call's batch size and progress
+        go to that call)."""
         import torch
 
         from lightning_metrics.baselines.bertscore import BERTScorer
@@ -206,16 +199,18 @@ class BERTScore(BuiltinMetric):
         device = options.on_device().device
         if self._scorer is None or self._scorer.device != torch.device(device):
             self._scorer = BERTScorer(**self.settings, device=device)
-        self._scorer.batch_size, self._scorer.progress = options.batch_size, options.progress
         return self._scorer
 
     @property
     def signature(self) -> Signature:
-        settings = (self._scorer or self.scorer(ScoreOptions(device="cpu"))).settings
+        from lightning_metrics.baselines.bertscore import settings_of
+
+        settings = self._scorer.settings if self._scorer is not None else settings_of(**self.settings)
         return self.signed(nrefs=1, **settings, system="mean")
 
     def compute_family(self, mt, ref, options: ScoreOptions):
-        return bertscore_with_references(self.scorer(options), list(mt), list(ref))
+        run = {"batch_size": options.batch_size, "progress": options.progress}
+        return bertscore_with_references(self.scorer(options), list(mt), list(ref), **run)
 
 
 CLASSES = {"bleu": BLEU, "chrf": CHRF, "rouge": ROUGE, "bertscore": BERTScore}
@@ -238,6 +233,14 @@ def canonical_name(name: str) -> str:
 
 def is_builtin_name(name: str) -> bool:
     return canonical_name(str(name)) in NAMES
+
+
+def family_of_name(name: str) -> str:
+    """The family of the built-in ``name`` (any letter case, aliases too)."""
+    key = canonical_name(name)
+    if key not in NAMES:
+        raise LightningMetricsError(f"unknown metric {name!r}; built-in metrics are {builtin_names()}")
+    return NAMES[key]
 
 
 def builtin(name: str, num_proc: int = 1, **options) -> BuiltinMetric:

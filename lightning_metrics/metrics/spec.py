@@ -21,7 +21,13 @@ from typing import Sequence
 import yaml
 
 from lightning_metrics.errors import LightningMetricsError
-from lightning_metrics.metrics.builtin import builtin, builtin_names, canonical_name, is_builtin_name
+from lightning_metrics.metrics.builtin import (
+    builtin_names,
+    canonical_name,
+    checked_options,
+    family_of_name,
+    is_builtin_name,
+)
 from lightning_metrics.storage.artifact import is_exported, read_export
 from lightning_metrics.storage.hub import is_hub_id, resolve_hub_id
 
@@ -56,9 +62,9 @@ def parse_spec(text: str | Path | MetricSpec) -> MetricSpec:
         return replace(parse_spec(rest), text=text, label=label)  # LABEL=SPEC; a bad SPEC names itself
     base, colon, given = text.partition(":")
     if is_builtin_name(base):
-        options = _options(text, given) if colon else {}
-        builtin(base, **options)  # unknown keys and bad values fail here, in one line
-        return MetricSpec(text, text, canonical_name(base), options)
+        name = canonical_name(base)
+        options = checked_options(family_of_name(name), name, _options(text, given) if colon else {})
+        return MetricSpec(text, text, name, options)  # checked once: building the metric takes them as they are
     if Path(text).exists():
         read_export(text)  # raises the precise reason (not a folder, no metadata, ...)
     if is_hub_id(text):
