@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -48,11 +47,9 @@ from lightning_metrics.models.head import (
 from lightning_metrics.models.losses import objective_weights, pairwise_loss, regression_loss, squared_distance
 from lightning_metrics.models.modules import FeedForward, LayerMix, pool
 from lightning_metrics.models.options import Adapters, Head, Objective, Optimisation, Readout, as_group, plain
-from lightning_metrics.models.tuning import add_adapters, limit_training
+from lightning_metrics.models.tuning import add_adapters, limit_training, optimizer_and_schedule, parameter_groups
 from lightning_metrics.parallel import drop_hidden_state_hooks, register_hidden_state_capture
 from lightning_metrics.storage.checkpoint import encoder_brings_weights, load_start
-
-_LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
 
 
 class MetricModel(pl.LightningModule):
@@ -294,43 +291,10 @@ class MetricModel(pl.LightningModule):
     # -- optimisation --------------------------------------------------------------------------
     def parameter_groups(self) -> list[dict]:
         """AdamW groups: layer-wise decayed encoder LRs (embeddings lowest), the head at ``lr_head``."""
-        optim = self.optim
-        groups: dict[tuple[float, float], list] = {}
-        for name, param in self.named_parameters():
-            if name.startswith("encoder."):
-                if name[len("encoder.") :] not in self._tunable_encoder:
-                    continue  # frozen for the whole run (kept embeddings, adapters' base, trainable): not optimised
-                lr = self._encoder_lr(name[len("encoder.") :])
-            elif not param.requires_grad:
-                continue  # a part optim.trainable leaves out
-            else:
-                lr = optim.lr_head
-            decay = 0.0 if param.ndim == 1 else optim.weight_decay  # no decay on biases and norms
-            groups.setdefault((lr, decay), []).append(param)
-        return [{"params": ps, "lr": lr, "weight_decay": wd} for (lr, wd), ps in groups.items()]
-
-    def _encoder_lr(self, name: str) -> float:
-        optim = self.optim
-        if name.startswith("embeddings"):
-            return optim.lr_encoder * optim.layerwise_decay**self.n_layers
-        match = _LAYER.search(name)
-        if match:
-            return optim.lr_encoder * optim.layerwise_decay ** (self.n_layers - 1 - int(match.group(1)))
-        return optim.lr_encoder
+        return parameter_groups(self)
 
     def configure_optimizers(self):
-        # one fused kernel per step on CUDA instead of a launch per parameter group and tensor
-        optimizer = torch.optim.AdamW(self.parameter_groups(), fused=self.device.type == "cuda")
-        total = max(1, int(self.trainer.estimated_stepping_batches))
-        warmup = int(self.optim.warmup_ratio * total)
-
-        def schedule(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / (warmup + 1)
-            return max(0.0, (total - step) / max(1, total - warmup))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return optimizer_and_schedule(self, int(self.trainer.estimated_stepping_batches))
 
     def on_train_batch_start(self, batch, batch_idx: int) -> None:
         # reseed torch from (seed, epoch, batch): a resumed run draws the same dropout masks as

@@ -1,5 +1,6 @@
-"""Which weights a fit changes: low-rank adapters on the encoder (LoRA, through ``peft``) and the
-parts a fit trains (``optim.trainable``: encoder, layer mix, head).
+"""Which weights a fit changes, and how fast: low-rank adapters on the encoder (LoRA, through ``peft``),
+the parts a fit trains (``optim.trainable``: encoder, layer mix, head), and the optimiser's parameter
+groups (layer-wise decayed learning rates) with their schedule.
 
 Adapters are added after the starting weights are loaded (their names then match the start's), and
 the encoder's own weights stay frozen. Export merges them into the weights
@@ -7,6 +8,8 @@ the encoder's own weights stay frozen. Export merges them into the weights
 """
 
 from __future__ import annotations
+
+import re
 
 import torch
 
@@ -87,3 +90,52 @@ def limit_training(model) -> set[str]:
             + (" (model.readout.layer_mix is false)" if model.layer_mix is None else "")
         )
     return {name for name, param in model.encoder.named_parameters() if param.requires_grad}
+
+
+_LAYER = re.compile(r"(?:^|\.)(?:layer|layers|block)\.(\d+)\.")
+
+
+def parameter_groups(model) -> list[dict]:
+    """AdamW groups of ``model``: layer-wise decayed encoder LRs (embeddings lowest), the head at ``lr_head``;
+    what the fit leaves frozen (kept embeddings, adapters' base, ``optim.trainable``) is not optimised."""
+    optim = model.optim
+    groups: dict[tuple[float, float], list] = {}
+    for name, param in model.named_parameters():
+        if name.startswith("encoder."):
+            if name[len("encoder.") :] not in model._tunable_encoder:
+                continue  # frozen for the whole run (kept embeddings, adapters' base, trainable): not optimised
+            lr = encoder_lr(model, name[len("encoder.") :])
+        elif not param.requires_grad:
+            continue  # a part optim.trainable leaves out
+        else:
+            lr = optim.lr_head
+        decay = 0.0 if param.ndim == 1 else optim.weight_decay  # no decay on biases and norms
+        groups.setdefault((lr, decay), []).append(param)
+    return [{"params": ps, "lr": lr, "weight_decay": wd} for (lr, wd), ps in groups.items()]
+
+
+def encoder_lr(model, name: str) -> float:
+    """The learning rate of the encoder weight ``name``: ``lr_encoder`` decayed once per layer above it."""
+    optim = model.optim
+    if name.startswith("embeddings"):
+        return optim.lr_encoder * optim.layerwise_decay**model.n_layers
+    match = _LAYER.search(name)
+    if match:
+        return optim.lr_encoder * optim.layerwise_decay ** (model.n_layers - 1 - int(match.group(1)))
+    return optim.lr_encoder
+
+
+def optimizer_and_schedule(model, total_steps: int) -> dict:
+    """AdamW over :func:`parameter_groups` (fused on CUDA: one kernel per step instead of a launch per group
+    and tensor), with a linear warm-up over ``optim.warmup_ratio`` of the steps, then a linear decay to 0."""
+    optimizer = torch.optim.AdamW(parameter_groups(model), fused=model.device.type == "cuda")
+    total = max(1, total_steps)
+    warmup = int(model.optim.warmup_ratio * total)
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
