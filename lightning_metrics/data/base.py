@@ -23,7 +23,7 @@ from lightning_metrics.data.batching import (
 )
 from lightning_metrics.data.loader import ResumableLoader
 from lightning_metrics.encoders.inference import GPU_BATCH_TOKENS
-from lightning_metrics.encoders.loading import load_tokenizer
+from lightning_metrics.encoders.loading import length_limit, load_tokenizer
 from lightning_metrics.encoders.sequences import BatchLayout
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.storage.cache import cache_dir
@@ -165,7 +165,7 @@ class MetricDataModule(pl.LightningDataModule):
 
     def sequence_length(self) -> int:
         """Tokens per sequence in batches: ``max_length``, or the tokenizer's limit when smaller."""
-        return min(self.max_length, int(self.tokenizer.model_max_length))
+        return min(self.max_length, length_limit(self.tokenizer))
 
     def _collate(self):
         max_length = self.sequence_length()
@@ -196,7 +196,7 @@ class MetricDataModule(pl.LightningDataModule):
             zip(unique, map(len, self.tokenizer(unique, add_special_tokens=False, verbose=False)["input_ids"]))
         )
         per_row = [[counts[text] for text in texts] for texts in zip(*columns.values())]
-        limit = min(self.max_length, int(self.tokenizer.model_max_length))
+        limit = self.sequence_length()
         if self.input_format == "sentences":
             cut = sum(max(row) + 2 > limit for row in per_row)
         else:

@@ -38,6 +38,15 @@ def resolve_encoder(name_or_path: str | os.PathLike = DEFAULT_ENCODER) -> str:
     return str(e5_encoder_path()) if str(name_or_path) == E5_ENCODER else str(name_or_path)
 
 
+def length_limit(tokenizer, encoder=None) -> int:
+    """The most tokens a sequence may hold: the tokenizer's limit (a sentinel above 2**20 reads as none),
+    and the encoder's position table where it has one (mT5's relative positions have none). Every
+    ``max_length`` is taken down to this, in training batches and in scoring alike."""
+    limit = int(min(tokenizer.model_max_length, 1 << 20))
+    positions = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
+    return min(limit, int(positions)) if positions else limit
+
+
 def _hub_offline() -> bool:
     return any(
         os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from lightning_metrics.baselines import lexical
-from lightning_metrics.baselines.scores import bertscore_with_references, family_scores
+from lightning_metrics.baselines.scores import FAMILIES, FAMILY_OF, bertscore_with_references, family_scores
 from lightning_metrics.encoders.inference import PRECISIONS, ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric
@@ -214,8 +214,8 @@ class BERTScore(BuiltinMetric):
 
 
 CLASSES = {"bleu": BLEU, "chrf": CHRF, "rouge": ROUGE, "bertscore": BERTScore}
-NAMES = {"bleu": "bleu", "chrf": "chrf", **{t: "rouge" for t in lexical.ROUGE_TYPES}}
-NAMES.update({f"bertscore_{part}": "bertscore" for part in "prf"})  # name -> family
+assert set(CLASSES) == set(FAMILIES) == set(OPTIONS), "one class and one option table per baseline family"
+NAMES = FAMILY_OF  # member name -> family, from the one family table (baselines.scores.FAMILIES)
 ALIASES = {"bertscore": "bertscore_f"}
 BY_LOWER_CASE = {name.lower(): name for name in NAMES}  # rougeL is the one name with a capital
 

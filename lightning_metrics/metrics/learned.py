@@ -30,6 +30,7 @@ from lightning_metrics.encoders.inference import (
     resolve_precision,
     to_device,
 )
+from lightning_metrics.encoders.loading import length_limit
 from lightning_metrics.errors import InputError, LightningMetricsError
 from lightning_metrics.metrics.base import Metric, Segments
 from lightning_metrics.signature import Signature
@@ -57,10 +58,7 @@ class LearnedMetric(Metric):
         self.inputs = tuple(self.export.meta.get("inputs", self.model.inputs))
         self.higher_is_better = bool(self.export.meta.get("higher_is_better", True))
         self.tokenizer = load_export_tokenizer(self.export)
-        config = getattr(self.model.encoder, "config", None)
-        positions = getattr(config, "max_position_embeddings", None)  # none for relative positions (mT5)
-        tokenizer_limit = int(min(self.tokenizer.model_max_length, 1 << 20))
-        self.length_limit = min(tokenizer_limit, int(positions)) if positions else tokenizer_limit
+        self.length_limit = length_limit(self.tokenizer, self.model.encoder)
         if max_length is not None and not 0 < int(max_length) <= self.length_limit:
             raise InputError(
                 str(self.path), f"max_length {max_length} is outside 1..{self.length_limit}, the encoder's limit"
