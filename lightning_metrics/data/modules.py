@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from lightning_metrics.baselines.signals import ALL_SIGNALS, SignalSpec
+from lightning_metrics.baselines.signals import ALL_SIGNALS
 from lightning_metrics.data.base import Batching, MetricDataModule, split_by_group
 from lightning_metrics.data.readers import read_rating_table
 from lightning_metrics.data.sources import (
@@ -67,7 +67,8 @@ class RatingsDataModule(MetricDataModule):
     of its ``split_by`` column (:class:`Split`), so no source segment is in both splits and every
     source keeps its share of the dev set. ``ratings`` (:class:`RatingOptions`) says how the tables
     are read, normalised and weighted. With several sources, language pairs are named ``source:lp``
-    (validation logs each). The other arguments are :class:`MetricDataModule`'s.
+    (validation logs each). ``shared`` are :class:`MetricDataModule`'s arguments (``encoder``,
+    ``targets``, ``batches``, ``seed``, ``signals``, ``cache_dir``, ``layout``), declared there once.
     """
 
     def __init__(
@@ -76,15 +77,9 @@ class RatingsDataModule(MetricDataModule):
         val: Optional[str] = None,
         split: Split = Split(),
         ratings: RatingOptions = RatingOptions(),
-        encoder: str = "default",
-        targets: Sequence[str] = ("score",),
-        batches: Batching = Batching(),
-        seed: int = 0,
-        signals: Optional[SignalSpec] = None,
-        cache_dir: Optional[str] = None,
-        layout: BatchLayout = BatchLayout(),
+        **shared,
     ):
-        super().__init__(encoder, targets, batches, seed, signals, cache_dir, layout)
+        super().__init__(**shared)
         split = split if isinstance(split, Split) else Split(**dict(split))
         ratings = ratings if isinstance(ratings, RatingOptions) else RatingOptions(**dict(ratings))
         if isinstance(train, (list, tuple)):
