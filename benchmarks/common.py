@@ -65,31 +65,22 @@ def paired_kendall(a: np.ndarray, b: np.ndarray, human, n: int, seed: int, clust
     (``n`` resamples, the same draw for both): ``kendall``, ``ci``, ``change``, ``change_ci``. The
     resamples draw rows, or with ``clusters`` (a document or source id per row) whole clusters: the rows
     of one document are not independent, and a row bootstrap makes their intervals too narrow."""
-    from lightning_metrics.correlation import kendall
+    from lightning_metrics.correlation import kendall, resample_rows
 
     a, b, human = np.asarray(a, dtype=float), np.asarray(b, dtype=float), np.asarray(human, dtype=float)
-    rng = np.random.default_rng(seed)
-    groups = None
-    if clusters is not None:
-        members: dict = {}
-        for i, c in enumerate(clusters):
-            members.setdefault(c, []).append(i)
-        groups = [np.asarray(v) for v in members.values()]
-    draws = []
-    for _ in range(n):
-        if groups is None:
-            idx = rng.integers(0, len(human), size=len(human))
-        else:
-            idx = np.concatenate([groups[k] for k in rng.integers(0, len(groups), size=len(groups))])
-        draws.append((kendall(a[idx], human[idx]), kendall(b[idx], human[idx])))
-    draws = np.array(draws)
+    draws = np.array(
+        [
+            (kendall(a[idx], human[idx]), kendall(b[idx], human[idx]))
+            for idx in resample_rows(len(human), n, seed, clusters)
+        ]
+    )
     value = kendall(a, human)
     return {
         "kendall": float(value),
         "ci": np.percentile(draws[:, 0], [2.5, 97.5]).tolist(),
         "change": float(value - kendall(b, human)),
         "change_ci": np.percentile(draws[:, 0] - draws[:, 1], [2.5, 97.5]).tolist(),
-        "resampled": "rows" if groups is None else f"{len(groups)} clusters",
+        "resampled": "rows" if clusters is None else f"{len(set(clusters))} clusters",
     }
 
 

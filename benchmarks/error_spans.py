@@ -47,7 +47,7 @@ from lightning_metrics.evaluation.spans import (
     span_counts,
     span_scores,
 )
-from lightning_metrics.metrics import load_metric
+from lightning_metrics.metrics import load_metric, metric_inputs
 
 RECIPE = common.REPO / "configs" / "recipes" / "error-spans.yaml"
 TEST_FILES = {
@@ -256,7 +256,7 @@ def main() -> None:
     every_word = span_scores(span_counts(mark_every_word(sample["mt"]), sample["spans"], sample["mt"]), 1).row()
     print(f"dev choice: {model['folder']} threshold {model['threshold']}; alignment {chosen}")
     models = {"error-spans": model["folder"], "sentence only (word_weight 0)": args.sentence_only}
-    inputs = {f for folder in models.values() for f in load_metric(folder).inputs}
+    inputs = {f for folder in models.values() for f in metric_inputs(folder)}  # metric.json alone
     report = {
         "date": date.today().isoformat(), "machine": machine(), "seed": args.seed, "max_length": args.max_length,
         "command": "python " + " ".join(["benchmarks/error_spans.py", *sys.argv[1:]]),

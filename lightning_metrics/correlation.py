@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from scipy import stats
@@ -106,6 +106,23 @@ def _system_means(m: np.ndarray, h: np.ndarray, sys_idx: np.ndarray, n_sys: int)
     ms = np.bincount(sys_idx, weights=m, minlength=n_sys)[keep] / counts[keep]
     hs = np.bincount(sys_idx, weights=h, minlength=n_sys)[keep] / counts[keep]
     return ms, hs
+
+
+def resample_rows(n: int, resamples: int, seed: int, clusters: Sequence | None = None) -> Iterator[np.ndarray]:
+    """``resamples`` bootstrap draws of row indices, one at a time: rows with replacement, or whole
+    ``clusters`` (a document or source id per row) with replacement, every row of a drawn cluster taken
+    (the rows of one document are not independent; a row bootstrap makes their intervals too narrow)."""
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        for _ in range(resamples if n else 0):
+            yield rng.integers(0, n, size=n)
+        return
+    members: dict = {}
+    for i, c in enumerate(clusters):
+        members.setdefault(c, []).append(i)
+    groups = [np.asarray(v) for v in members.values()]
+    for _ in range(resamples):
+        yield np.concatenate([groups[k] for k in rng.integers(0, len(groups), len(groups))])
 
 
 def bootstrap_ci(

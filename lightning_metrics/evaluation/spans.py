@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from lightning_metrics.correlation import resample_rows
 from lightning_metrics.spans import character_levels
 
 VARIANTS = ("severity ignored", "severity must match", "WMT23")
@@ -97,19 +98,6 @@ class SpanScores:
                 name = key.replace("f1", f"f1{tag}") if key.startswith("f1") else f"{key}{tag}"
                 out[prefix + name] = value
         return out
-
-
-def resample_rows(n: int, resamples: int, seed: int, clusters: Sequence | None = None) -> list[np.ndarray]:
-    """``resamples`` bootstrap draws of row indices: rows with replacement, or whole ``clusters`` (a
-    document id per row) with replacement, every row of a drawn cluster taken."""
-    rng = np.random.default_rng(seed)
-    if clusters is None:
-        return list(rng.integers(0, n, size=(resamples, n))) if n else []
-    members: dict = {}
-    for i, c in enumerate(clusters):
-        members.setdefault(c, []).append(i)
-    groups = [np.asarray(v) for v in members.values()]
-    return [np.concatenate([groups[k] for k in rng.integers(0, len(groups), len(groups))]) for _ in range(resamples)]
 
 
 def span_scores(

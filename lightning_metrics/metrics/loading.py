@@ -8,7 +8,7 @@ from typing import Sequence
 from lightning_metrics.encoders.inference import ScoreOptions
 from lightning_metrics.errors import LightningMetricsError
 from lightning_metrics.metrics.base import Metric
-from lightning_metrics.metrics.builtin import OPTIONS, BuiltinMetric, builtin, builtin_family_scores
+from lightning_metrics.metrics.builtin import OPTIONS, BuiltinMetric, builtin, builtin_family_scores, family_of_name
 from lightning_metrics.metrics.spec import MetricSpec, parse_spec, parse_specs
 from lightning_metrics.storage.artifact import read_export, read_export_meta
 
@@ -48,7 +48,7 @@ def _builtin(spec: MetricSpec, given: dict) -> BuiltinMetric:
 
 def _precision_for(spec: MetricSpec, precision: str | None) -> dict:
     """The shared ``precision`` as an option of the built-ins that have one (BERTScore), else nothing."""
-    family = builtin(spec.name).family
+    family = family_of_name(spec.name)
     return {"precision": precision} if precision is not None and "precision" in OPTIONS[family] else {}
 
 

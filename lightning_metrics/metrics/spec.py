@@ -64,7 +64,7 @@ def parse_spec(text: str | Path | MetricSpec) -> MetricSpec:
     if is_builtin_name(base):
         name = canonical_name(base)
         options = checked_options(family_of_name(name), name, _options(text, given) if colon else {})
-        return MetricSpec(text, text, name, options)  # checked once: building the metric takes them as they are
+        return MetricSpec(text, text, name, options)  # checked here, with no metric built
     if Path(text).exists():
         read_export(text)  # raises the precise reason (not a folder, no metadata, ...)
     if is_hub_id(text):
